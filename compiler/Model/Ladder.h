@@ -1,0 +1,20 @@
+// The intelligence ladder of spec/model.md: bisection order and the blocks kept at a depth.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace needle {
+
+/// Bisection order for `numLayers` blocks: start [0, L-1], then repeatedly split the widest gap
+/// between adjacent chosen ids (leftmost on ties) at floor((a+b)/2).
+std::vector<int64_t> bisectionOrder(int64_t numLayers);
+
+/// Checks 2 <= depth <= numLayers (depth == numLayers is always valid); errors read "<source>: --layers: ...".
+void validateDepth(int64_t depth, int64_t numLayers, std::string_view source);
+
+/// sorted(order[:depth]).
+std::vector<int64_t> keptBlocks(const std::vector<int64_t> &order, int64_t depth);
+
+} // namespace needle

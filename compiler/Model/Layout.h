@@ -1,0 +1,26 @@
+// The tensors a config implies (spec/model.md "Tensors"): names, shapes and how each is stored.
+// The one source of truth for loading, synthesis, quantization and slicing.
+#pragma once
+
+#include "Model/Config.h"
+
+#include <string>
+#include <vector>
+
+namespace needle {
+
+struct TensorSpec {
+  enum class Role { Float, Quantizable, Permutation };
+  std::string name;
+  std::vector<int64_t> shape;
+  Role role = Role::Float;
+  std::string kind; // Quantizable: embedding, mhc, engram or attn
+  bool optional = false;
+};
+
+std::vector<TensorSpec> modelLayout(const Config &config);
+
+/// "[a, b, c]".
+std::string shapeString(const std::vector<int64_t> &shape);
+
+} // namespace needle

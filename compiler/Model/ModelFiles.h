@@ -1,0 +1,24 @@
+// Reading and writing models in their file forms: a .needle file, a directory holding
+// config.json + model.safetensors, or a .safetensors file with config.json beside it.
+#pragma once
+
+#include "Model/Model.h"
+
+#include <filesystem>
+
+namespace needle {
+
+/// Loads and fully validates a model from any of its file forms.
+Model loadModel(const std::filesystem::path &path);
+
+/// Reads config.json + safetensors (float or pre-quantized CQ tensors).
+Model loadSafetensorsModel(const std::filesystem::path &configPath, const std::filesystem::path &tensorsPath);
+
+/// Writes `dir`/config.json and `dir`/model.safetensors. CQ tensors are written pre-quantized
+/// (X.cq_idx, X.cq_norm, X.cq_bits) with their codebooks in the metadata.
+void writeSafetensorsModel(const Model &model, const std::filesystem::path &dir);
+
+/// Writes a .needle file.
+void writeNeedleModel(const Model &model, const std::filesystem::path &path);
+
+} // namespace needle

@@ -1,0 +1,265 @@
+#include "Model/NeedleFile.h"
+
+#include "Model/Validate.h"
+#include "Support/Error.h"
+#include "Support/Half.h"
+#include "needle_generated.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace needle {
+
+namespace {
+
+fb::TensorFormat formatOf(const Tensor &t) {
+  switch (t.storage) {
+  case Tensor::Storage::F32: return fb::TensorFormat::F32;
+  case Tensor::Storage::F16: return fb::TensorFormat::F16;
+  case Tensor::Storage::I32: return fb::TensorFormat::I32;
+  case Tensor::Storage::CQ: return static_cast<fb::TensorFormat>(t.bits);
+  }
+  return fb::TensorFormat::F32;
+}
+
+/// "blocks.3.attn.q" -> {"blocks.3", "attn.q"}; "embed.weight" -> {"", "embed.weight"}.
+std::pair<std::string, std::string> splitName(const std::string &name) {
+  for (const char *owner : {"blocks.", "engram."}) {
+    if (name.starts_with(owner)) {
+      size_t dot = name.find('.', std::strlen(owner));
+      if (dot != std::string::npos)
+        return {name.substr(0, dot), name.substr(dot + 1)};
+    }
+  }
+  return {"", name};
+}
+
+void appendPayload(std::vector<uint8_t> &payload, const Tensor &t) {
+  auto append = [&](const void *data, size_t bytes) {
+    const auto *p = static_cast<const uint8_t *>(data);
+    payload.insert(payload.end(), p, p + bytes);
+  };
+  switch (t.storage) {
+  case Tensor::Storage::F32: append(t.floats.data(), 4 * t.floats.size()); break;
+  case Tensor::Storage::I32: append(t.ints.data(), 4 * t.ints.size()); break;
+  case Tensor::Storage::F16:
+    for (float v : t.floats) {
+      uint16_t h = floatToHalf(v);
+      append(&h, 2);
+    }
+    break;
+  case Tensor::Storage::CQ:
+    append(t.packed.data(), t.packed.size());
+    append(t.norms.data(), 2 * t.norms.size());
+    break;
+  }
+}
+
+flatbuffers::Offset<fb::Config> buildConfig(flatbuffers::FlatBufferBuilder &b, const Config &c) {
+  auto globals = b.CreateVector(c.globalLayers);
+  auto engrams = b.CreateVector(c.engramLayers);
+  auto orders = b.CreateVector(c.engramOrders);
+  auto scheme = b.CreateString(c.quantization.text);
+  fb::ConfigBuilder cb(b);
+  cb.add_vocab_size(c.vocabSize);
+  cb.add_d_model(c.dModel);
+  cb.add_num_heads(c.numHeads);
+  cb.add_num_kv_heads(c.numKvHeads);
+  cb.add_qk_head_dim(c.qkHeadDim);
+  cb.add_v_head_dim(c.vHeadDim);
+  cb.add_num_layers(c.numLayers);
+  cb.add_max_seq_len(c.maxSeqLen);
+  cb.add_rope_theta(c.ropeTheta);
+  cb.add_sliding_window(c.slidingWindow);
+  cb.add_global_layers(globals);
+  cb.add_engram_layers(engrams);
+  cb.add_engram_orders(orders);
+  cb.add_engram_slots(c.engramSlots);
+  cb.add_engram_heads(c.engramHeads);
+  cb.add_mhc_lanes(c.mhcLanes);
+  cb.add_qkv_conv_taps(c.qkvConvTaps);
+  cb.add_embedding_dim(c.embeddingDim);
+  cb.add_embedding_probes(c.embeddingProbes);
+  cb.add_embedding_queries(c.embeddingQueries);
+  cb.add_confidence_probes(c.confidenceProbes);
+  cb.add_confidence_queries(c.confidenceQueries);
+  cb.add_pad_token_id(c.padTokenId);
+  cb.add_rms_eps(c.rmsEps);
+  cb.add_quantization_scheme(scheme);
+  cb.add_quantization_group_size(c.quantization.groupSize);
+  return cb.Finish();
+}
+
+template <typename T> std::vector<int64_t> longs(const flatbuffers::Vector<T> *v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>{};
+}
+
+Config readConfig(const fb::Config *c, std::string_view source) {
+  if (!c)
+    fail("{}: config: missing", source);
+  Config config;
+  config.vocabSize = c->vocab_size();
+  config.dModel = c->d_model();
+  config.numHeads = c->num_heads();
+  config.numKvHeads = c->num_kv_heads();
+  config.qkHeadDim = c->qk_head_dim();
+  config.vHeadDim = c->v_head_dim();
+  config.numLayers = c->num_layers();
+  config.maxSeqLen = c->max_seq_len();
+  config.ropeTheta = c->rope_theta();
+  config.slidingWindow = c->sliding_window();
+  config.globalLayers = longs(c->global_layers());
+  config.engramLayers = longs(c->engram_layers());
+  config.engramOrders = longs(c->engram_orders());
+  config.engramSlots = c->engram_slots();
+  config.engramHeads = c->engram_heads();
+  config.mhcLanes = c->mhc_lanes();
+  config.qkvConvTaps = c->qkv_conv_taps();
+  config.embeddingDim = c->embedding_dim();
+  config.embeddingProbes = c->embedding_probes();
+  config.embeddingQueries = c->embedding_queries();
+  config.confidenceProbes = c->confidence_probes();
+  config.confidenceQueries = c->confidence_queries();
+  config.padTokenId = c->pad_token_id();
+  config.rmsEps = c->rms_eps();
+  config.quantization = parseScheme(c->quantization_scheme() ? c->quantization_scheme()->str() : "",
+                                    c->quantization_group_size(), source);
+  return config;
+}
+
+} // namespace
+
+std::vector<uint8_t> serializeNeedle(const Model &model) {
+  flatbuffers::FlatBufferBuilder b(1 << 16);
+  b.ForceDefaults(false);
+  // Payload first: tensors grouped by owner, each group in name order, each 64-byte aligned.
+  std::map<std::string, std::vector<std::pair<std::string, const Tensor *>>> groups;
+  for (const auto &[name, t] : model.tensors) {
+    auto [prefix, leaf] = splitName(name);
+    groups[prefix].emplace_back(leaf, &t);
+  }
+  std::vector<uint8_t> payload;
+  std::map<std::vector<int64_t>, flatbuffers::Offset<flatbuffers::Vector<uint32_t>>> shapes;
+  std::vector<flatbuffers::Offset<fb::TensorGroup>> groupOffsets;
+  for (const auto &[prefix, members] : groups) {
+    std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+    for (const auto &[leaf, t] : members) {
+      payload.resize((payload.size() + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment, 0);
+      const uint64_t offset = payload.size();
+      appendPayload(payload, *t);
+      if (payload.size() > UINT32_MAX)
+        fail("the model is too large for the .needle format (4 GiB of payload at most)");
+      auto name = b.CreateSharedString(leaf);
+      auto &shape = shapes[t->shape];
+      if (shape.IsNull())
+        shape = b.CreateVector(std::vector<uint32_t>(t->shape.begin(), t->shape.end()));
+      tensors.push_back(fb::CreateTensor(b, name, formatOf(*t), shape, static_cast<uint32_t>(offset),
+                                         static_cast<uint32_t>(t->storedBytes())));
+    }
+    groupOffsets.push_back(fb::CreateTensorGroup(b, b.CreateString(prefix), b.CreateVector(tensors)));
+  }
+  std::vector<flatbuffers::Offset<fb::Codebook>> codebooks;
+  for (const auto &[bits, values] : model.codebooks)
+    codebooks.push_back(fb::CreateCodebook(b, static_cast<uint8_t>(bits), b.CreateVector(values)));
+  std::vector<flatbuffers::Offset<flatbuffers::String>> provenance;
+  for (const auto &line : model.provenance)
+    provenance.push_back(b.CreateString(line));
+  auto config = buildConfig(b, model.config);
+  auto root = fb::CreateModel(b, kNeedleFormatVersion, config, b.CreateVector(model.config.order()),
+                              b.CreateVector(model.config.sources()), b.CreateVector(codebooks),
+                              b.CreateVector(provenance), payload.size(), b.CreateVector(groupOffsets));
+  fb::FinishSizePrefixedModelBuffer(b, root);
+
+  std::vector<uint8_t> file(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  file.resize((file.size() + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment, 0);
+  file.insert(file.end(), payload.begin(), payload.end());
+  return file;
+}
+
+bool looksLikeNeedle(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 8 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), true);
+}
+
+Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
+  if (!looksLikeNeedle(bytes))
+    fail("{}: not a .needle file (no NEDL identifier)", source);
+  const uint32_t headerSize = flatbuffers::ReadScalar<uint32_t>(bytes.data());
+  if (headerSize > bytes.size() - 4)
+    fail("{}: truncated: the header says {} bytes, the file has {}", source, headerSize + 4, bytes.size());
+  flatbuffers::Verifier verifier(bytes.data(), headerSize + 4, 64, 1000000, false);
+  if (!fb::VerifySizePrefixedModelBuffer(verifier))
+    fail("{}: the FlatBuffers header failed verification (corrupt file)", source);
+  const fb::Model *root = fb::GetSizePrefixedModel(bytes.data());
+  if (root->format_version() != kNeedleFormatVersion)
+    fail("{}: format_version {} is not supported (this needlec reads {})", source, root->format_version(),
+         kNeedleFormatVersion);
+  const uint64_t payloadStart = (headerSize + 4 + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment;
+  if (bytes.size() < payloadStart || bytes.size() - payloadStart != root->payload_size())
+    fail("{}: truncated or padded: the payload should be {} bytes, the file holds {}", source,
+         root->payload_size(), bytes.size() < payloadStart ? 0 : bytes.size() - payloadStart);
+  const uint8_t *payload = bytes.data() + payloadStart;
+
+  Model model;
+  model.config = readConfig(root->config(), source);
+  model.config.ladderOrder = longs(root->ladder_order());
+  model.config.sourceBlocks = longs(root->source_blocks());
+  validateConfig(model.config, source);
+  if (root->codebooks())
+    for (const fb::Codebook *c : *root->codebooks()) {
+      std::vector<float> values = c->values() ? std::vector<float>(c->values()->begin(), c->values()->end())
+                                              : std::vector<float>{};
+      if (model.codebooks.count(c->bits()))
+        fail("{}: codebooks: two codebooks for {} bits", source, c->bits());
+      model.codebooks[c->bits()] = std::move(values);
+    }
+  if (root->provenance())
+    for (const auto *line : *root->provenance())
+      model.provenance.push_back(line->str());
+
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  if (root->groups())
+    for (const fb::TensorGroup *group : *root->groups()) {
+      const std::string prefix = group->prefix() ? group->prefix()->str() : "";
+      if (!group->tensors())
+        continue;
+      for (const fb::Tensor *entry : *group->tensors()) {
+        const std::string leaf = entry->name() ? entry->name()->str() : "";
+        const std::string name = prefix.empty() ? leaf : prefix + "." + leaf;
+        const std::string where = fmt::format("{}: tensor \"{}\"", source, name);
+        if (entry->offset() % kNeedleAlignment)
+          fail("{}: offset {} is not a multiple of {}", where, entry->offset(), kNeedleAlignment);
+        if (uint64_t{entry->offset()} + entry->size() > root->payload_size())
+          fail("{}: bytes [{}, {}) run past the payload ({} bytes)", where, entry->offset(),
+               uint64_t{entry->offset()} + entry->size(), root->payload_size());
+        ranges.emplace_back(entry->offset(), uint64_t{entry->offset()} + entry->size());
+        Tensor t;
+        if (entry->shape())
+          t.shape.assign(entry->shape()->begin(), entry->shape()->end());
+        const uint8_t *data = payload + entry->offset();
+        const auto format = entry->format();
+        if (format == fb::TensorFormat::CQ2 || format == fb::TensorFormat::CQ3 || format == fb::TensorFormat::CQ4) {
+          t.storage = Tensor::Storage::CQ;
+          t.bits = static_cast<int>(format);
+          setCqPayload(t, std::span(data, entry->size()), where);
+        } else if (format == fb::TensorFormat::F32 || format == fb::TensorFormat::F16 ||
+                   format == fb::TensorFormat::I32) {
+          t.storage = format == fb::TensorFormat::F32   ? Tensor::Storage::F32
+                      : format == fb::TensorFormat::F16 ? Tensor::Storage::F16
+                                                        : Tensor::Storage::I32;
+          setPlainPayload(t, std::span(data, entry->size()), where);
+        } else {
+          fail("{}: unknown format {}", where, static_cast<int>(format));
+        }
+        if (!model.tensors.emplace(name, std::move(t)).second)
+          fail("{}: appears twice", where);
+      }
+    }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      fail("{}: two tensors overlap at payload byte {}", source, ranges[i].first);
+  validateModel(model, source);
+  return model;
+}
+
+} // namespace needle

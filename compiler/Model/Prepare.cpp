@@ -1,0 +1,23 @@
+#include "Model/Prepare.h"
+
+#include "Model/Ladder.h"
+#include "Model/ModelFiles.h"
+#include "Model/Transforms.h"
+
+namespace needle {
+
+Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options) {
+  Model model = loadModel(input);
+  // Check the depth before the slow steps, so a bad --layers fails at once.
+  if (options.layers)
+    validateDepth(*options.layers, model.config.numLayers, input.string());
+  if (options.lora)
+    mergeLora(model, *options.lora);
+  // Quantizing before slicing keeps scheme prefixes (e.g. "blocks.3") naming the input's blocks.
+  quantizeModel(model, options.codebook);
+  if (options.layers && *options.layers != model.config.numLayers)
+    model = sliceModel(model, *options.layers, input.string());
+  return model;
+}
+
+} // namespace needle

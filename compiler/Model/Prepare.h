@@ -1,0 +1,21 @@
+// The file-level front of every tool: load a model, merge a LoRA adapter, quantize what the
+// scheme marks CQ, then slice to the requested depth (spec/model.md, DESIGN.md steps 1-3).
+#pragma once
+
+#include "Model/Model.h"
+#include "Quant/Cq.h"
+
+#include <filesystem>
+#include <optional>
+
+namespace needle {
+
+struct PrepareOptions {
+  std::optional<int64_t> layers;            // slice to this depth
+  std::optional<std::filesystem::path> lora;
+  cq::CodebookKind codebook = cq::CodebookKind::Needle;
+};
+
+Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options);
+
+} // namespace needle

@@ -1,0 +1,97 @@
+#include "Model/Ladder.h"
+#include "Model/Transforms.h"
+#include "Support/Error.h"
+
+#include <algorithm>
+
+namespace needle {
+
+namespace {
+
+/// Keeps `rows` of dimension `axis` of a float tensor.
+Tensor selectRows(const Tensor &t, size_t axis, const std::vector<int64_t> &rows) {
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= t.shape[i];
+  for (size_t i = axis + 1; i < t.shape.size(); ++i)
+    inner *= t.shape[i];
+  Tensor out = t;
+  out.shape[axis] = static_cast<int64_t>(rows.size());
+  out.floats.clear();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t row : rows) {
+      auto begin = t.floats.begin() + (o * t.shape[axis] + row) * inner;
+      out.floats.insert(out.floats.end(), begin, begin + inner);
+    }
+  return out;
+}
+
+std::vector<int64_t> remap(const std::vector<int64_t> &ids, const std::vector<int64_t> &newIndex) {
+  std::vector<int64_t> out;
+  for (int64_t id : ids)
+    if (newIndex[id] >= 0)
+      out.push_back(newIndex[id]);
+  return out;
+}
+
+/// "blocks.7.attn.q" -> {7, "attn.q"} for prefix "blocks."; {-1, ""} when it does not apply.
+std::pair<int64_t, std::string> ownedBy(const std::string &name, std::string_view prefix) {
+  if (!name.starts_with(prefix))
+    return {-1, ""};
+  size_t dot = name.find('.', prefix.size());
+  return {std::stoll(name.substr(prefix.size(), dot - prefix.size())), name.substr(dot + 1)};
+}
+
+} // namespace
+
+Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
+  const Config &parent = model.config;
+  validateDepth(depth, parent.numLayers, source);
+  const std::vector<int64_t> order = parent.order(), kept = keptBlocks(order, depth), sources = parent.sources();
+  std::vector<int64_t> newIndex(parent.numLayers, -1);
+  for (size_t i = 0; i < kept.size(); ++i)
+    newIndex[kept[i]] = static_cast<int64_t>(i);
+
+  Model slice;
+  slice.codebooks = model.codebooks;
+  slice.provenance = model.provenance;
+  Config &c = slice.config = parent;
+  c.numLayers = depth;
+  c.globalLayers = remap(parent.globalLayers, newIndex);
+  c.engramLayers = remap(parent.engramLayers, newIndex);
+  c.ladderOrder = remap(order, newIndex);
+  c.sourceBlocks.emplace();
+  for (int64_t id : kept)
+    c.sourceBlocks->push_back(sources[id]);
+
+  std::vector<int64_t> headRows = {0};
+  for (int64_t id : kept)
+    headRows.push_back(id + 1);
+  std::vector<int64_t> newSite(parent.engramLayers.size(), -1);
+  for (size_t s = 0, next = 0; s < parent.engramLayers.size(); ++s)
+    if (newIndex[parent.engramLayers[s]] >= 0)
+      newSite[s] = static_cast<int64_t>(next++);
+
+  for (const auto &[name, t] : model.tensors) {
+    if (auto [block, leaf] = ownedBy(name, "blocks."); block >= 0) {
+      if (newIndex[block] >= 0)
+        slice.tensors[fmt::format("blocks.{}.{}", newIndex[block], leaf)] = t;
+    } else if (auto [site, leaf] = ownedBy(name, "engram."); site >= 0) {
+      if (newSite[site] >= 0)
+        slice.tensors[fmt::format("engram.{}.{}", newSite[site], leaf)] = t;
+    } else if (name.ends_with(".probes") || name.ends_with(".gain")) {
+      slice.tensors[name] = selectRows(t, 0, headRows);
+    } else if (name.ends_with(".row_bias")) {
+      slice.tensors[name] = selectRows(t, 1, headRows);
+    } else {
+      slice.tensors[name] = t;
+    }
+  }
+  std::string blocks;
+  for (int64_t id : kept)
+    blocks += fmt::format("{}{}", blocks.empty() ? "" : " ", id);
+  slice.provenance.push_back(fmt::format("sliced {} -> {} blocks: kept {}", parent.numLayers, depth, blocks));
+  return slice;
+}
+
+} // namespace needle

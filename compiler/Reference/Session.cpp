@@ -1,0 +1,105 @@
+// Incremental mode: one token at a time through every block, keeping only what later tokens
+// need: the last taps-1 raw projections, the keys and values, the last 3*delta engram values
+// and the running pooling state of the heads.
+#include "Reference/Block.h"
+#include "Reference/Interpreter.h"
+
+#include <cmath>
+
+namespace needle::reference {
+
+namespace {
+
+/// tap[0] * current + sum_{i >= 1} tap[i] * history[stride * i - 1], history newest first.
+Vec applyTaps(const Vec &current, const std::deque<Vec> &history, std::span<const float> taps, int64_t count,
+              int64_t stride) {
+  Vec out(current.size());
+  for (size_t e = 0; e < current.size(); ++e) {
+    double sum = static_cast<double>(taps[e]) * current[e];
+    for (int64_t i = 1; i < count && static_cast<size_t>(stride * i) <= history.size(); ++i)
+      sum += static_cast<double>(taps[i * current.size() + e]) * history[stride * i - 1][e];
+    out[e] = static_cast<float>(sum);
+  }
+  return out;
+}
+
+void remember(std::deque<Vec> &history, Vec value, size_t keep) {
+  history.push_front(std::move(value));
+  if (history.size() > keep)
+    history.pop_back();
+}
+
+} // namespace
+
+Session::Session(const Weights &w)
+    : w_(w), blocks_(w.blocks.size()), sites_(w.sites.size()), confidencePool_(w, w.confidence),
+      embeddingPool_(w, w.embedding) {}
+
+void Session::feed(std::span<const int32_t> tokens) {
+  checkTokens(w_, tokens, position());
+  for (int32_t token : tokens)
+    step(token);
+}
+
+void Session::step(int32_t token) {
+  const Config &c = w_.config;
+  const int64_t D = c.dModel, t = position();
+  const size_t tapHistory = c.qkvConvTaps > 0 ? static_cast<size_t>(c.qkvConvTaps - 1) : 0;
+  tokens_.push_back(token);
+  Vec x0(w_.embed.begin() + token * D, w_.embed.begin() + (token + 1) * D);
+  const float scale = std::sqrt(static_cast<float>(D));
+  for (float &v : x0)
+    v *= scale;
+  Lanes lanes = {x0, x0, x0, x0};
+  Cells cells = {std::move(x0)};
+  for (size_t p = 0; p < w_.blocks.size(); ++p) {
+    const BlockWeights &b = w_.blocks[p];
+    BlockState &state = blocks_[p];
+    const LaneMix mix = laneMix(w_, b, lanes, static_cast<int64_t>(p));
+    const Vec u = readLanes(mix, lanes);
+    Vec x = u;
+    if (b.site >= 0) {
+      const EngramWeights &site = w_.sites[b.site];
+      const Vec e = engramRow(w_, site, tokens_, t);
+      Vec rawValue = matvec(site.value, D, e);
+      std::deque<Vec> &history = sites_[b.site].values;
+      const Vec value = applyTaps(rawValue, history, site.taps, 4, c.engramDelta());
+      x = addEngram(w_, u, matvec(site.key, D, e), value);
+      remember(history, std::move(rawValue), 3 * c.engramDelta());
+    }
+    Projections proj = project(w_, b, x);
+    Vec q = proj.q, k = proj.k, v = proj.v;
+    if (c.qkvConvTaps > 0) {
+      q = applyTaps(proj.q, state.q, b.qTaps, c.qkvConvTaps, 1);
+      k = applyTaps(proj.k, state.k, b.kTaps, c.qkvConvTaps, 1);
+      v = applyTaps(proj.v, state.v, b.vTaps, c.qkvConvTaps, 1);
+      remember(state.q, std::move(proj.q), tapHistory);
+      remember(state.k, std::move(proj.k), tapHistory);
+      remember(state.v, std::move(proj.v), tapHistory);
+    }
+    normalizeAndRotate(w_, q, b.qNorm, c.numHeads, t);
+    normalizeAndRotate(w_, k, b.kNorm, c.numKvHeads, t);
+    state.keys.push_back(std::move(k));
+    state.values.push_back(std::move(v));
+    const Vec o = attend(w_, q, state.keys, state.values, firstVisible(w_, b, t), t);
+    writeLanes(mix, lanes, blockUpdate(w_, b, x, u, o, proj.gate));
+    cells.push_back(meanOfLanes(lanes));
+  }
+  if (token != c.padTokenId) {
+    confidencePool_.add(cells);
+    embeddingPool_.add(cells);
+  }
+  lanes_ = std::move(lanes);
+}
+
+Outputs Session::outputs() const {
+  const Config &c = w_.config;
+  Outputs out;
+  out.position = position();
+  out.logits = position() ? logitsFrom(w_, lanes_) : Vec(c.vocabSize, 0.0f);
+  out.confidence = confidenceFrom(w_, confidencePool_.pooled());
+  out.embedding = position() ? embeddingFrom(w_, embeddingPool_.pooled()) : Vec(c.embeddingDim, 0.0f);
+  return out;
+}
+
+} // namespace needle::reference

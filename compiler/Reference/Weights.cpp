@@ -1,0 +1,88 @@
+#include "Reference/Weights.h"
+
+#include "Model/Ladder.h"
+#include "Model/Permutation.h"
+
+#include <fmt/format.h>
+
+namespace needle::reference {
+
+namespace {
+
+/// Keeps `rows` of axis `axis` of a [.., R, ..] tensor given as floats with `shape`.
+Vec selectRows(const Vec &values, const std::vector<int64_t> &shape, size_t axis, const std::vector<int64_t> &rows) {
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  Vec out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t row : rows)
+      out.insert(out.end(), values.begin() + (o * shape[axis] + row) * inner,
+                 values.begin() + (o * shape[axis] + row + 1) * inner);
+  return out;
+}
+
+HeadWeights loadHead(const Model &m, const std::string &name, int64_t probes, int64_t queries, int64_t outDim,
+                     const std::vector<int64_t> &rows) {
+  HeadWeights h;
+  h.probes = probes, h.queries = queries, h.outDim = outDim;
+  h.probeVectors = selectRows(m.floats(name + ".probes"), m.tensor(name + ".probes").shape, 0, rows);
+  h.gain = selectRows(m.floats(name + ".gain"), m.tensor(name + ".gain").shape, 0, rows);
+  h.query = m.floats(name + ".query");
+  h.rowBias = selectRows(m.floats(name + ".row_bias"), m.tensor(name + ".row_bias").shape, 1, rows);
+  h.proj = m.floats(name + ".proj");
+  if (m.tensors.count(name + ".bias"))
+    h.bias = m.floats(name + ".bias");
+  return h;
+}
+
+BlockWeights loadBlock(const Model &m, int64_t id) {
+  const Config &c = m.config;
+  auto get = [&](const char *leaf) { return m.floats(fmt::format("blocks.{}.{}", id, leaf)); };
+  BlockWeights b;
+  b.id = id;
+  b.global = c.isGlobal(id);
+  b.attnNorm = get("attn_norm"), b.postAttnNorm = get("post_attn_norm"), b.mlpNorm = get("mlp_norm");
+  b.q = get("attn.q"), b.k = get("attn.k"), b.v = get("attn.v"), b.gate = get("attn.gate"), b.o = get("attn.o");
+  if (c.qkvConvTaps > 0)
+    b.qTaps = get("attn.q_taps"), b.kTaps = get("attn.k_taps"), b.vTaps = get("attn.v_taps");
+  b.qNorm = get("attn.q_norm"), b.kNorm = get("attn.k_norm");
+  b.attnGate = get("attn_gate")[0];
+  b.w1a = get("mlp.w1a"), b.w2a = get("mlp.w2a"), b.w3a = get("mlp.w3a");
+  b.w1b = get("mlp.w1b"), b.w2b = get("mlp.w2b"), b.w3b = get("mlp.w3b");
+  b.d1 = get("mlp.d1"), b.d2 = get("mlp.d2"), b.b2 = get("mlp.b2"), b.d3 = get("mlp.d3"), b.d4 = get("mlp.d4");
+  b.condV = get("mlp.cond_v"), b.condU = get("mlp.cond_u");
+  b.phiPre = get("mhc.phi_pre"), b.phiPost = get("mhc.phi_post"), b.phiRes = get("mhc.phi_res");
+  b.a = get("mhc.a"), b.bPre = get("mhc.b_pre"), b.bPost = get("mhc.b_post"), b.bRes = get("mhc.b_res");
+  return b;
+}
+
+} // namespace
+
+Weights::Weights(const Model &model, int64_t depth) : config(model.config) {
+  eps = static_cast<float>(config.rmsEps);
+  const std::vector<int64_t> kept = keptBlocks(config.order(), depth);
+  std::vector<int64_t> headRows = {0};
+  for (int64_t id : kept) {
+    BlockWeights block = loadBlock(model, id);
+    if (int64_t site = config.engramSite(id); site >= 0) {
+      const std::string prefix = fmt::format("engram.{}.", site);
+      sites.push_back({model.floats(prefix + "tables"), model.floats(prefix + "key"), model.floats(prefix + "value"),
+                       model.floats(prefix + "taps")});
+      block.site = static_cast<int64_t>(sites.size()) - 1;
+    }
+    blocks.push_back(std::move(block));
+    headRows.push_back(id + 1);
+  }
+  embed = model.floats("embed.weight");
+  finalNorm = model.floats("final_norm");
+  p1 = mlpPermutation(model, 1);
+  p2 = mlpPermutation(model, 2);
+  confidence = loadHead(model, "confidence", config.confidenceProbes, config.confidenceQueries, 1, headRows);
+  embedding = loadHead(model, "embedding_head", config.embeddingProbes, config.embeddingQueries, config.embeddingDim,
+                       headRows);
+}
+
+} // namespace needle::reference

@@ -1,0 +1,59 @@
+// A model at one depth, dequantized to f32 and arranged per kept block: what both interpreter
+// modes read.
+#pragma once
+
+#include "Model/Model.h"
+#include "Reference/Kernels.h"
+
+#include <array>
+
+namespace needle::reference {
+
+/// The four mHC residual lanes of one position.
+using Lanes = std::array<Vec, 4>;
+
+struct HeadWeights {
+  int64_t probes = 0, queries = 0, outDim = 0;
+  Vec probeVectors; // [rows, probes, D] for the kept head rows
+  Vec gain;         // [rows, probes]
+  Vec query;        // [queries, D]
+  Vec rowBias;      // [queries, rows, probes]
+  Vec proj;         // [outDim, queries * D]
+  Vec bias;         // [outDim] or empty
+};
+
+struct EngramWeights {
+  Vec tables; // [len(orders) * E_h, slots, sub_dim]
+  Vec key, value, taps;
+};
+
+struct BlockWeights {
+  int64_t id = 0;      // block id in the model
+  bool global = false; // full causal attention
+  int64_t site = -1;   // index into Weights::sites, or -1
+  Vec attnNorm, postAttnNorm, mlpNorm;
+  Vec q, k, v, gate, o;
+  Vec qTaps, kTaps, vTaps;
+  Vec qNorm, kNorm;
+  float attnGate = 0;
+  Vec w1a, w2a, w3a, w1b, w2b, w3b;
+  Vec d1, d2, b2, d3, d4;
+  Vec condV, condU;
+  Vec phiPre, phiPost, phiRes;
+  Vec a, bPre, bPost, bRes;
+};
+
+struct Weights {
+  Weights(const Model &model, int64_t depth);
+
+  Config config;
+  float eps = 0;
+  std::vector<BlockWeights> blocks; // kept blocks in ascending id; lane position = index
+  std::vector<EngramWeights> sites; // engram sites of kept blocks
+  Vec embed;                        // [V, D]
+  Vec finalNorm;
+  std::vector<int32_t> p1, p2;
+  HeadWeights confidence, embedding;
+};
+
+} // namespace needle::reference

@@ -1,0 +1,43 @@
+// A small strict JSON reader and writer for config.json and safetensors headers.
+// Strict on purpose: duplicate keys, trailing garbage and non-finite numbers are errors, and an
+// error names the source and the line and column.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace needle::json {
+
+class Value {
+public:
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  double number = 0;
+  bool isInteger = false; // written without fraction or exponent, and fits int64
+  int64_t integer = 0;
+  std::string string;
+  std::vector<Value> items;                           // Array
+  std::vector<std::pair<std::string, Value>> members; // Object, in file order
+
+  const Value *find(std::string_view key) const;
+  static const char *kindName(Kind kind);
+};
+
+/// Parses `text`; errors read "<source>: line L, column C: <problem>".
+Value parse(std::string_view text, std::string_view source);
+
+/// Compact JSON text of a value (numbers in shortest round-trip form).
+std::string serialize(const Value &value);
+
+/// Appends `text` as a JSON string literal.
+void appendQuoted(std::string &out, std::string_view text);
+
+/// Shortest text that reads back as the same double.
+std::string formatNumber(double value);
+
+} // namespace needle::json

@@ -1,0 +1,120 @@
+// needle-run: runs the reference interpreter on a model and prints one JSON object (spec/cli.md).
+#include "Model/Ladder.h"
+#include "Model/Prepare.h"
+#include "Reference/Interpreter.h"
+#include "Support/CommandLine.h"
+#include "Support/Error.h"
+#include "Support/Files.h"
+#include "Support/Json.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+using namespace needle;
+using namespace needle::reference;
+
+namespace {
+
+std::vector<int32_t> parseTokens(const std::string &text) {
+  std::vector<int32_t> tokens;
+  if (text.empty())
+    return tokens;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int64_t value = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
+      fail("--tokens: \"{}\" is not an integer token id", item);
+    if (value < INT32_MIN || value > INT32_MAX)
+      fail("--tokens: token {} is outside 0..vocab_size-1", value);
+    tokens.push_back(static_cast<int32_t>(value));
+    start = end + 1;
+  }
+  return tokens;
+}
+
+void writeFloats(const std::string &path, const Vec &values) {
+  PendingOutput output(path, PendingOutput::Kind::File);
+  writeFile(output.staging(), std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
+  output.commit();
+}
+
+std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
+  std::vector<int32_t> order(out.logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t top = std::min<size_t>(5, order.size());
+  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int32_t a, int32_t b) {
+    return out.logits[a] > out.logits[b] || (out.logits[a] == out.logits[b] && a < b);
+  });
+  std::string text = fmt::format("{{\"position\": {}, \"top5\": [", out.position);
+  for (size_t i = 0; i < top; ++i)
+    text += fmt::format("{}{{\"token\": {}, \"logit\": {}}}", i ? ", " : "", order[i],
+                        json::formatNumber(out.logits[order[i]]));
+  text += fmt::format("], \"confidence\": {}", json::formatNumber(out.confidence));
+  if (seconds >= 0)
+    text += fmt::format(", \"seconds\": {:.4f}, \"tokens_per_second\": {:.2f}", seconds,
+                        timedTokens / std::max(seconds, 1e-9));
+  return text + "}\n";
+}
+
+int run(int argc, char **argv) {
+  CommandLine cl("needle-run", "needle-run MODEL [--layers N] --tokens 1,2,3 [options]",
+                 {{"layers", "N", "ladder depth to run (default: all blocks)"},
+                  {"tokens", "IDS", "comma-separated token ids"},
+                  {"logits", "FILE", "write the last position's logits as raw little-endian f32"},
+                  {"embedding", "FILE", "write the embedding as raw little-endian f32"},
+                  {"lora", "FILE", "merge this LoRA adapter first"},
+                  {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
+                  {"incremental", "", "feed tokens one by one (default: whole sequence at once)"},
+                  {"time", "", "add decode time and tokens/s (token-by-token) to the report"}});
+  if (!cl.parse(argc, argv))
+    return 0;
+  if (cl.positionals().empty())
+    fail("no MODEL given (see needle-run --help)");
+  if (cl.positionals().size() > 1)
+    fail("more than one MODEL given: \"{}\"", cl.positionals()[1]);
+  if (!cl.has("tokens"))
+    fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
+  const std::string codebook = cl.value("codebook").value_or("needle");
+  if (codebook != "needle" && codebook != "lloyd-max")
+    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
+
+  PrepareOptions options; // the depth is run by the interpreter itself, not by slicing the file
+  if (auto lora = cl.value("lora"))
+    options.lora = *lora;
+  options.codebook = codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax;
+  const std::string input = cl.positionals()[0];
+  const Model model = prepareModel(input, options);
+  const int64_t depth = cl.integer("layers").value_or(model.config.numLayers);
+  validateDepth(depth, model.config.numLayers, input);
+  const Weights weights(model, depth);
+
+  Outputs out;
+  double seconds = -1;
+  if (cl.has("incremental") || cl.has("time")) {
+    Session session(weights);
+    const auto start = std::chrono::steady_clock::now();
+    for (int32_t token : tokens)
+      session.feed(std::span(&token, 1));
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out = session.outputs();
+  } else {
+    out = runSequence(weights, tokens);
+  }
+  if (auto path = cl.value("logits"))
+    writeFloats(*path, out.logits);
+  if (auto path = cl.value("embedding"))
+    writeFloats(*path, out.embedding);
+  std::fputs(report(out, cl.has("time") ? seconds : -1, static_cast<int64_t>(tokens.size())).c_str(), stdout);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return runTool("needle-run", run, argc, argv); }

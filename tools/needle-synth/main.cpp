@@ -1,0 +1,132 @@
+// needle-synth: writes a random model (or LoRA adapter) for tests and demos (spec/cli.md).
+#include "Model/Config.h"
+#include "Model/Layout.h"
+#include "Model/ModelFiles.h"
+#include "Model/Safetensors.h"
+#include "Model/Synth.h"
+#include "Model/Transforms.h"
+#include "Support/CommandLine.h"
+#include "Support/Error.h"
+#include "Support/Files.h"
+#include "Support/Json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace fs = std::filesystem;
+using namespace needle;
+
+namespace {
+
+/// Applies "key=value" (value as JSON, or a bare string; dotted keys reach into objects).
+void applySetting(json::Value &config, const std::string &setting) {
+  const size_t eq = setting.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail("--set: \"{}\" is not key=value", setting);
+  const std::string path = setting.substr(0, eq), text = setting.substr(eq + 1);
+  json::Value value;
+  try {
+    value = json::parse(text, "--set " + path);
+  } catch (const Error &) {
+    value.kind = json::Value::Kind::String;
+    value.string = text;
+  }
+  json::Value *node = &config;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    auto it = std::find_if(node->members.begin(), node->members.end(), [&](auto &m) { return m.first == key; });
+    if (it == node->members.end())
+      it = node->members.insert(node->members.end(), {key, json::Value{}});
+    if (dot == std::string::npos) {
+      it->second = value;
+      return;
+    }
+    if (it->second.kind != json::Value::Kind::Object)
+      fail("--set: \"{}\" is not an object", path.substr(0, dot));
+    node = &it->second;
+    start = dot + 1;
+  }
+}
+
+Config buildConfig(const CommandLine &cl) {
+  const std::string preset = cl.value("preset").value_or("tiny");
+  json::Value config = json::parse(writeConfig(presetConfig(preset)), "preset");
+  for (const std::string &setting : cl.values("set"))
+    applySetting(config, setting);
+  return parseConfig(json::serialize(config), "--set");
+}
+
+/// A LoRA adapter for every attention projection: A random, B random (spread) or zero (needle:
+/// LoRA's own initialization, so the adapter changes nothing).
+void writeAdapter(const Config &config, int64_t rank, uint64_t seed, bool zeroB, const fs::path &path) {
+  std::vector<SafetensorsWriteEntry> entries;
+  auto asBytes = [](const std::vector<float> &values) {
+    std::vector<uint8_t> bytes(4 * values.size());
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  };
+  for (const TensorSpec &spec : modelLayout(config)) {
+    if (spec.kind != "attn")
+      continue;
+    const int64_t out = spec.shape[0], in = spec.shape[1];
+    std::vector<float> a = randomNormals(seed, spec.name + ".lora_A", rank * in, 1.0 / std::sqrt(in));
+    std::vector<float> b = randomNormals(seed, spec.name + ".lora_B", out * rank, zeroB ? 0.0 : 0.05);
+    entries.push_back({spec.name + ".lora_A", DType::F32, {rank, in}, asBytes(a)});
+    entries.push_back({spec.name + ".lora_B", DType::F32, {out, rank}, asBytes(b)});
+  }
+  writeSafetensors(path, entries, {{"lora_alpha", std::to_string(2 * rank)}, {"lora_r", std::to_string(rank)}});
+}
+
+int run(int argc, char **argv) {
+  CommandLine cl("needle-synth", "needle-synth --preset needle3|tiny [options] -o OUT",
+                 {{"preset", "NAME", "needle3 or tiny (default tiny)"},
+                  {"seed", "N", "random seed (default 1)"},
+                  {"set", "KEY=VALUE", "override a config field (repeatable), e.g. num_layers=6", true},
+                  {"init", "MODE", "spread (default): around Needle's init, every path active; needle: exact init"},
+                  {"quantized", "", "store CQ tensors pre-quantized (default: float16)"},
+                  {"lora-adapter", "RANK", "write a LoRA adapter for the model's attention instead (OUT.safetensors)"},
+                  {"o", "OUT", "output directory, or OUT.needle for the container"}});
+  if (!cl.parse(argc, argv))
+    return 0;
+  if (!cl.positionals().empty())
+    fail("unexpected argument \"{}\"", cl.positionals()[0]);
+  const std::string out = cl.value("o").value_or("");
+  if (out.empty())
+    fail("-o: missing; say where to write the model");
+  const std::string initName = cl.value("init").value_or("spread");
+  if (initName != "spread" && initName != "needle")
+    fail("--init: \"{}\" is not spread or needle", initName);
+  const int64_t seed = cl.integer("seed").value_or(1);
+  if (seed < 0)
+    fail("--seed: must be non-negative");
+  const SynthInit init = initName == "needle" ? SynthInit::Needle : SynthInit::Spread;
+  const Config config = buildConfig(cl);
+  if (std::optional<int64_t> rank = cl.integer("lora-adapter")) {
+    if (*rank < 1 || *rank > 1024)
+      fail("--lora-adapter: rank {} is outside 1..1024", *rank);
+    PendingOutput output(out, PendingOutput::Kind::File);
+    writeAdapter(config, *rank, static_cast<uint64_t>(seed), init == SynthInit::Needle, output.staging());
+    output.commit();
+    return 0;
+  }
+  Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
+  if (cl.has("quantized"))
+    quantizeModel(model, cq::CodebookKind::Needle);
+  if (fs::path(out).extension() == ".needle") {
+    PendingOutput output(out, PendingOutput::Kind::File);
+    writeNeedleModel(model, output.staging());
+    output.commit();
+  } else {
+    PendingOutput output(out, PendingOutput::Kind::Directory);
+    writeSafetensorsModel(model, output.staging());
+    output.commit();
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return runTool("needle-synth", run, argc, argv); }

@@ -1,0 +1,86 @@
+// needlec: the ahead-of-time compiler driver (spec/cli.md). This build emits .needle models;
+// the MLIR pipeline and the backends arrive with later issues and say so until then.
+#include "Model/ModelFiles.h"
+#include "Model/Prepare.h"
+#include "Support/CommandLine.h"
+#include "Support/Error.h"
+#include "Support/Files.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace fs = std::filesystem;
+using namespace needle;
+
+namespace {
+
+void checkName(const std::string &name) {
+  bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok)
+    fail("--name: \"{}\" is not a C identifier", name);
+}
+
+void checkTarget(const std::string &target) {
+  static const char *known[] = {"host", "x86_64", "aarch64", "armv7", "riscv64", "wasm32"};
+  for (const char *name : known)
+    if (target == name)
+      return;
+  // Anything else must look like an LLVM triple: arch-vendor-os[-env].
+  if (std::count(target.begin(), target.end(), '-') < 2)
+    fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple", target);
+}
+
+int run(int argc, char **argv) {
+  CommandLine cl("needlec", "needlec MODEL [options] -o OUT",
+                 {{"layers", "N", "ladder depth to compile (default: all blocks)"},
+                  {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
+                  {"emit", "KIND", "obj (default), cpp, needle, mlir or llvm"},
+                  {"name", "NAME", "C symbol prefix (default needle_model)"},
+                  {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
+                  {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
+                  {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
+                  {"o", "OUT", "output path"}});
+  if (!cl.parse(argc, argv))
+    return 0;
+  if (cl.positionals().empty())
+    fail("no MODEL given (see needlec --help)");
+  if (cl.positionals().size() > 1)
+    fail("more than one MODEL given: \"{}\"", cl.positionals()[1]);
+  const std::string emit = cl.value("emit").value_or("obj");
+  if (emit == "obj" || emit == "cpp" || emit == "mlir" || emit == "llvm")
+    fail("--emit {}: not implemented yet in this build (it comes with the MLIR pipeline and backends); "
+         "--emit needle works",
+         emit);
+  if (emit != "needle")
+    fail("--emit: \"{}\" is not obj, cpp, needle, mlir or llvm", emit);
+  checkTarget(cl.value("target").value_or("host"));
+  checkName(cl.value("name").value_or("needle_model"));
+  const std::string codebook = cl.value("codebook").value_or("needle");
+  if (codebook != "needle" && codebook != "lloyd-max")
+    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  const std::string out = cl.value("o").value_or("");
+  if (out.empty())
+    fail("-o: missing; say where to write the output");
+
+  PrepareOptions options;
+  options.layers = cl.integer("layers");
+  if (auto lora = cl.value("lora"))
+    options.lora = *lora;
+  options.codebook = codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax;
+  Model model = prepareModel(cl.positionals()[0], options);
+  if (std::optional<int64_t> maxSeq = cl.integer("max-seq")) {
+    if (*maxSeq < 1 || *maxSeq > model.config.maxSeqLen)
+      fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *maxSeq, model.config.maxSeqLen);
+    model.config.maxSeqLen = *maxSeq;
+  }
+  PendingOutput output(out, PendingOutput::Kind::File);
+  writeNeedleModel(model, output.staging());
+  output.commit();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return runTool("needlec", run, argc, argv); }
