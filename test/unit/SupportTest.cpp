@@ -1,0 +1,76 @@
+#include "Support/Error.h"
+#include "Support/Half.h"
+#include "Support/Json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace needle;
+
+namespace {
+
+std::string parseError(std::string_view text) {
+  try {
+    json::parse(text, "src");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Json, ParsesNestedValues) {
+  json::Value v = json::parse(R"({"a": [1, -2.5e1, "x\u00e9\n"], "b": {"c": true, "d": null}})", "src");
+  ASSERT_EQ(v.kind, json::Value::Kind::Object);
+  const json::Value *a = v.find("a");
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->items[0].isInteger);
+  EXPECT_EQ(a->items[0].integer, 1);
+  EXPECT_FALSE(a->items[1].isInteger);
+  EXPECT_DOUBLE_EQ(a->items[1].number, -25.0);
+  EXPECT_EQ(a->items[2].string, "x\xc3\xa9\n");
+  EXPECT_TRUE(v.find("b")->find("c")->boolean);
+  EXPECT_EQ(v.find("b")->find("d")->kind, json::Value::Kind::Null);
+}
+
+TEST(Json, RejectsMalformedInputWithPosition) {
+  EXPECT_NE(parseError("{\"a\": 1, \"a\": 2}").find("line 1, column 10: duplicate key \"a\""), std::string::npos);
+  EXPECT_NE(parseError("{\"a\": 1}\n x").find("line 2, column 2: unexpected text"), std::string::npos);
+  EXPECT_NE(parseError("{\"a\": ").find("unexpected end of input"), std::string::npos);
+  EXPECT_NE(parseError("[1, 2").find("expected ']'"), std::string::npos);
+  EXPECT_NE(parseError("\"abc").find("unterminated string"), std::string::npos);
+  EXPECT_NE(parseError("01").find("unexpected text"), std::string::npos);
+  EXPECT_NE(parseError("1e999").find("out of range"), std::string::npos);
+  EXPECT_NE(parseError("[tru]").find("invalid literal"), std::string::npos);
+  EXPECT_NE(parseError(std::string(100, '[')).find("too deep"), std::string::npos);
+}
+
+TEST(Json, SerializeRoundTrips) {
+  const char *text = R"({"a":[1,2.5,"q\"x"],"b":{"c":false,"d":null}})";
+  EXPECT_EQ(json::serialize(json::parse(text, "src")), text);
+}
+
+TEST(Half, EveryHalfRoundTripsThroughFloat) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = halfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(f))
+      continue;
+    ASSERT_EQ(floatToHalf(f), h) << "half 0x" << std::hex << h;
+  }
+}
+
+TEST(Half, RoundsToNearestEven) {
+  // 1 + 2^-11 lies halfway between 1 and 1 + 2^-10: ties go to the even mantissa (1.0).
+  EXPECT_EQ(floatToHalf(1.0f + 0x1p-11f), 0x3C00);
+  // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
+  EXPECT_EQ(floatToHalf(1.0f + 3 * 0x1p-11f), 0x3C02);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7BFF);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // rounds up past the largest half: infinity
+  EXPECT_EQ(floatToHalf(-1e9f), 0xFC00);
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);        // halfway to the smallest subnormal: even
+  EXPECT_EQ(floatToHalf(0x1p-25f * 3), 0x0002);    // 1.5 units: to even (2)
+  EXPECT_EQ(halfToFloat(0x0001), 0x1p-24f);
+}
+
+} // namespace
