@@ -53,6 +53,8 @@ private:
         ++column;
       }
     }
+    if (pos_ >= text_.size() && !problem.starts_with("unexpected end"))
+      fail("{}: line {}, column {}: unexpected end of input ({})", source_, line, column, problem);
     fail("{}: line {}, column {}: {}", source_, line, column, problem);
   }
 
@@ -66,8 +68,7 @@ private:
 
   void expect(char c) {
     if (peek() != c)
-      error(pos_ < text_.size() ? fmt::format("expected '{}'", c)
-                                : fmt::format("unexpected end of input, expected '{}'", c));
+      error(fmt::format("expected '{}'", c));
     ++pos_;
   }
 

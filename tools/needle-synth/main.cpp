@@ -87,6 +87,7 @@ int run(int argc, char **argv) {
                   {"set", "KEY=VALUE", "override a config field (repeatable), e.g. num_layers=6", true},
                   {"init", "MODE", "spread (default): around Needle's init, every path active; needle: exact init"},
                   {"quantized", "", "store CQ tensors pre-quantized (default: float16)"},
+                  {"codebook", "KIND", "needle (default) or lloyd-max, with --quantized"},
                   {"lora-adapter", "RANK", "write a LoRA adapter for the model's attention instead (OUT.safetensors)"},
                   {"o", "OUT", "output directory, or OUT.needle for the container"}});
   if (!cl.parse(argc, argv))
@@ -113,8 +114,13 @@ int run(int argc, char **argv) {
     return 0;
   }
   Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
+  const std::string codebook = cl.value("codebook").value_or("needle");
+  if (codebook != "needle" && codebook != "lloyd-max")
+    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  if (cl.has("codebook") && !cl.has("quantized"))
+    fail("--codebook: only meaningful with --quantized");
   if (cl.has("quantized"))
-    quantizeModel(model, cq::CodebookKind::Needle);
+    quantizeModel(model, codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax);
   if (fs::path(out).extension() == ".needle") {
     PendingOutput output(out, PendingOutput::Kind::File);
     writeNeedleModel(model, output.staging());

@@ -1,6 +1,7 @@
 // needlec: the ahead-of-time compiler driver (spec/cli.md). This build emits .needle models;
 // the MLIR pipeline and the backends arrive with later issues and say so until then.
 #include "Model/ModelFiles.h"
+#include "Model/NeedleFile.h"
 #include "Model/Prepare.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace fs = std::filesystem;
 using namespace needle;
@@ -32,6 +34,26 @@ void checkTarget(const std::string &target) {
     fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple", target);
 }
 
+void printStats(const Model &model, uint64_t fileBytes) {
+  uint64_t payload = 0, cqWeights = 0, cqBytes = 0;
+  int cqTensors = 0;
+  for (const auto &[name, t] : model.tensors) {
+    payload += t.storedBytes();
+    if (t.storage == Tensor::Storage::CQ) {
+      ++cqTensors;
+      cqWeights += t.elements();
+      cqBytes += t.storedBytes();
+    }
+  }
+  std::printf("layers: %lld\n", static_cast<long long>(model.config.numLayers));
+  std::printf("parameters: %lld\n", static_cast<long long>(model.parameterCount()));
+  std::printf("tensors: %zu (%d CQ)\n", model.tensors.size(), cqTensors);
+  std::printf("cq bits per weight: %.4f\n", cqWeights ? 8.0 * cqBytes / cqWeights : 0.0);
+  std::printf("payload bytes: %llu\n", static_cast<unsigned long long>(payload));
+  std::printf("file bytes: %llu\n", static_cast<unsigned long long>(fileBytes));
+  std::printf("container overhead: %.4f%%\n", 100.0 * (fileBytes - payload) / std::max<uint64_t>(payload, 1));
+}
+
 int run(int argc, char **argv) {
   CommandLine cl("needlec", "needlec MODEL [options] -o OUT",
                  {{"layers", "N", "ladder depth to compile (default: all blocks)"},
@@ -41,6 +63,7 @@ int run(int argc, char **argv) {
                   {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
                   {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
                   {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
+                  {"stats", "", "print figures about the compiled model"},
                   {"o", "OUT", "output path"}});
   if (!cl.parse(argc, argv))
     return 0;
@@ -75,9 +98,12 @@ int run(int argc, char **argv) {
       fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *maxSeq, model.config.maxSeqLen);
     model.config.maxSeqLen = *maxSeq;
   }
+  const std::vector<uint8_t> bytes = serializeNeedle(model);
   PendingOutput output(out, PendingOutput::Kind::File);
-  writeNeedleModel(model, output.staging());
+  writeFile(output.staging(), bytes);
   output.commit();
+  if (cl.has("stats"))
+    printStats(model, bytes.size());
   return 0;
 }
 
