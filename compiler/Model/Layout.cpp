@@ -11,6 +11,23 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
+std::vector<float> selectRows(const std::vector<float> &values, const std::vector<int64_t> &shape, size_t axis,
+                              const std::vector<int64_t> &rows) {
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  std::vector<float> out;
+  out.reserve(outer * rows.size() * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t row : rows) {
+      auto begin = values.begin() + (o * shape[axis] + row) * inner;
+      out.insert(out.end(), begin, begin + inner);
+    }
+  return out;
+}
+
 namespace {
 
 void addHead(std::vector<TensorSpec> &specs, const Config &c, const std::string &head, int64_t probes,

@@ -20,6 +20,10 @@ struct TensorSpec {
 
 std::vector<TensorSpec> modelLayout(const Config &config);
 
+/// Keeps `rows` (in order) along `axis` of a row-major tensor of `shape`.
+std::vector<float> selectRows(const std::vector<float> &values, const std::vector<int64_t> &shape, size_t axis,
+                              const std::vector<int64_t> &rows);
+
 /// "[a, b, c]".
 std::string shapeString(const std::vector<int64_t> &shape);
 

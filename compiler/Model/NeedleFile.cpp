@@ -186,7 +186,7 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
   const uint32_t headerSize = flatbuffers::ReadScalar<uint32_t>(bytes.data());
   if (headerSize > bytes.size() - 4)
     fail("{}: truncated: the header says {} bytes, the file has {}", source, headerSize + 4, bytes.size());
-  flatbuffers::Verifier verifier(bytes.data(), headerSize + 4, 64, 1000000, false);
+  flatbuffers::Verifier verifier(bytes.data(), headerSize + 4, /*max_depth=*/64, /*max_tables=*/1000000);
   if (!fb::VerifySizePrefixedModelBuffer(verifier))
     fail("{}: the FlatBuffers header failed verification (corrupt file)", source);
   const fb::Model *root = fb::GetSizePrefixedModel(bytes.data());

@@ -1,4 +1,5 @@
 #include "Model/Ladder.h"
+#include "Model/Layout.h"
 #include "Model/Transforms.h"
 #include "Support/Error.h"
 
@@ -8,21 +9,11 @@ namespace needle {
 
 namespace {
 
-/// Keeps `rows` of dimension `axis` of a float tensor.
-Tensor selectRows(const Tensor &t, size_t axis, const std::vector<int64_t> &rows) {
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i)
-    outer *= t.shape[i];
-  for (size_t i = axis + 1; i < t.shape.size(); ++i)
-    inner *= t.shape[i];
+/// Keeps head rows `rows` along `axis` of a float tensor.
+Tensor selectHeadRows(const Tensor &t, size_t axis, const std::vector<int64_t> &rows) {
   Tensor out = t;
   out.shape[axis] = static_cast<int64_t>(rows.size());
-  out.floats.clear();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t row : rows) {
-      auto begin = t.floats.begin() + (o * t.shape[axis] + row) * inner;
-      out.floats.insert(out.floats.end(), begin, begin + inner);
-    }
+  out.floats = selectRows(t.floats, t.shape, axis, rows);
   return out;
 }
 
@@ -80,9 +71,9 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
       if (newSite[site] >= 0)
         slice.tensors[fmt::format("engram.{}.{}", newSite[site], leaf)] = t;
     } else if (name.ends_with(".probes") || name.ends_with(".gain")) {
-      slice.tensors[name] = selectRows(t, 0, headRows);
+      slice.tensors[name] = selectHeadRows(t, 0, headRows);
     } else if (name.ends_with(".row_bias")) {
-      slice.tensors[name] = selectRows(t, 1, headRows);
+      slice.tensors[name] = selectHeadRows(t, 1, headRows);
     } else {
       slice.tensors[name] = t;
     }

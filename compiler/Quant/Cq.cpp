@@ -20,6 +20,14 @@ void fwht(float *x, int64_t n) {
     x[i] *= scale;
 }
 
+CodebookKind parseCodebookKind(std::string_view text) {
+  if (text == "needle")
+    return CodebookKind::Needle;
+  if (text == "lloyd-max")
+    return CodebookKind::LloydMax;
+  fail("--codebook: \"{}\" is not needle or lloyd-max", text);
+}
+
 std::vector<float> codebook(CodebookKind kind, int bits) {
   // Needle's shipped codebooks (spec/cq.md): exact as written, rounded to f32.
   static const double needle2[] = {-0.13317214, -0.039902091, 0.0400352813, 0.133460447};

@@ -16,6 +16,9 @@ void fwht(float *x, int64_t n);
 
 enum class CodebookKind { Needle, LloydMax };
 
+/// "needle" or "lloyd-max", as the tools' --codebook flag spells it.
+CodebookKind parseCodebookKind(std::string_view text);
+
 /// The codebook for `bits` (2, 3 or 4) in unit-norm-group units, ascending.
 std::vector<float> codebook(CodebookKind kind, int bits);
 

@@ -1,6 +1,7 @@
 #include "Reference/Weights.h"
 
 #include "Model/Ladder.h"
+#include "Model/Layout.h"
 #include "Model/Permutation.h"
 
 #include <fmt/format.h>
@@ -8,21 +9,6 @@
 namespace needle::reference {
 
 namespace {
-
-/// Keeps `rows` of axis `axis` of a [.., R, ..] tensor given as floats with `shape`.
-Vec selectRows(const Vec &values, const std::vector<int64_t> &shape, size_t axis, const std::vector<int64_t> &rows) {
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
-  Vec out;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t row : rows)
-      out.insert(out.end(), values.begin() + (o * shape[axis] + row) * inner,
-                 values.begin() + (o * shape[axis] + row + 1) * inner);
-  return out;
-}
 
 HeadWeights loadHead(const Model &m, const std::string &name, int64_t probes, int64_t queries, int64_t outDim,
                      const std::vector<int64_t> &rows) {

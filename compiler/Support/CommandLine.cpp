@@ -79,6 +79,14 @@ std::optional<int64_t> CommandLine::integer(const std::string &name) const {
   return result;
 }
 
+const std::string &CommandLine::onlyPositional(const std::string &what) const {
+  if (positionals_.empty())
+    fail("no {} given (see {} --help)", what, tool_);
+  if (positionals_.size() > 1)
+    fail("more than one {} given: \"{}\"", what, positionals_[1]);
+  return positionals_[0];
+}
+
 std::string CommandLine::help() const {
   std::string text = "usage: " + usage_ + "\n\noptions:\n";
   for (const Option &o : options_) {

@@ -31,6 +31,8 @@ public:
   /// An integer flag's value; errors name the flag.
   std::optional<int64_t> integer(const std::string &name) const;
   const std::vector<std::string> &positionals() const { return positionals_; }
+  /// The one positional argument, named `what` in errors when it is missing or repeated.
+  const std::string &onlyPositional(const std::string &what) const;
   std::string help() const;
 
 private:

@@ -74,22 +74,16 @@ int run(int argc, char **argv) {
                   {"time", "", "add decode time and tokens/s (token-by-token) to the report"}});
   if (!cl.parse(argc, argv))
     return 0;
-  if (cl.positionals().empty())
-    fail("no MODEL given (see needle-run --help)");
-  if (cl.positionals().size() > 1)
-    fail("more than one MODEL given: \"{}\"", cl.positionals()[1]);
+  const std::string input = cl.onlyPositional("MODEL");
   if (!cl.has("tokens"))
     fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
-  const std::string codebook = cl.value("codebook").value_or("needle");
-  if (codebook != "needle" && codebook != "lloyd-max")
-    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
 
   PrepareOptions options; // the depth is run by the interpreter itself, not by slicing the file
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
-  options.codebook = codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax;
-  const std::string input = cl.positionals()[0];
+  options.codebook = codebook;
   const Model model = prepareModel(input, options);
   const int64_t depth = cl.integer("layers").value_or(model.config.numLayers);
   validateDepth(depth, model.config.numLayers, input);

@@ -114,13 +114,11 @@ int run(int argc, char **argv) {
     return 0;
   }
   Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
-  const std::string codebook = cl.value("codebook").value_or("needle");
-  if (codebook != "needle" && codebook != "lloyd-max")
-    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   if (cl.has("codebook") && !cl.has("quantized"))
     fail("--codebook: only meaningful with --quantized");
   if (cl.has("quantized"))
-    quantizeModel(model, codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax);
+    quantizeModel(model, codebook);
   if (fs::path(out).extension() == ".needle") {
     PendingOutput output(out, PendingOutput::Kind::File);
     writeNeedleModel(model, output.staging());

@@ -67,10 +67,7 @@ int run(int argc, char **argv) {
                   {"o", "OUT", "output path"}});
   if (!cl.parse(argc, argv))
     return 0;
-  if (cl.positionals().empty())
-    fail("no MODEL given (see needlec --help)");
-  if (cl.positionals().size() > 1)
-    fail("more than one MODEL given: \"{}\"", cl.positionals()[1]);
+  const std::string input = cl.onlyPositional("MODEL");
   const std::string emit = cl.value("emit").value_or("obj");
   if (emit == "obj" || emit == "cpp" || emit == "mlir" || emit == "llvm")
     fail("--emit {}: not implemented yet in this build (it comes with the MLIR pipeline and backends); "
@@ -80,9 +77,7 @@ int run(int argc, char **argv) {
     fail("--emit: \"{}\" is not obj, cpp, needle, mlir or llvm", emit);
   checkTarget(cl.value("target").value_or("host"));
   checkName(cl.value("name").value_or("needle_model"));
-  const std::string codebook = cl.value("codebook").value_or("needle");
-  if (codebook != "needle" && codebook != "lloyd-max")
-    fail("--codebook: \"{}\" is not needle or lloyd-max", codebook);
+  const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   const std::string out = cl.value("o").value_or("");
   if (out.empty())
     fail("-o: missing; say where to write the output");
@@ -91,8 +86,8 @@ int run(int argc, char **argv) {
   options.layers = cl.integer("layers");
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
-  options.codebook = codebook == "needle" ? cq::CodebookKind::Needle : cq::CodebookKind::LloydMax;
-  Model model = prepareModel(cl.positionals()[0], options);
+  options.codebook = codebook;
+  Model model = prepareModel(input, options);
   if (std::optional<int64_t> maxSeq = cl.integer("max-seq")) {
     if (*maxSeq < 1 || *maxSeq > model.config.maxSeqLen)
       fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *maxSeq, model.config.maxSeqLen);
