@@ -7,6 +7,10 @@ if(NOT LLVM_VERSION_MAJOR EQUAL 19)
   message(FATAL_ERROR "needlec needs LLVM/MLIR 19, found ${LLVM_PACKAGE_VERSION} at ${MLIR_DIR}")
 endif()
 message(STATUS "MLIR ${LLVM_PACKAGE_VERSION} at ${MLIR_DIR}")
+list(APPEND CMAKE_MODULE_PATH "${MLIR_CMAKE_DIR}" "${LLVM_CMAKE_DIR}")
+include(TableGen)
+include(AddLLVM)
+include(AddMLIR)
 set(NEEDLE_LLVM_TOOLS_DIR "${LLVM_TOOLS_BINARY_DIR}" CACHE PATH "FileCheck, not, ...")
 
 # Halide 14 is found by hand, never with find_package(Halide): its CMake package loads

@@ -1,0 +1,218 @@
+#include "Import/Importer.h"
+
+#include "Needle/IR/NeedleDialect.h"
+#include "Support/Error.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace needle {
+
+void loadNeedleDialects(MLIRContext &context) {
+  context.loadDialect<NeedleDialect, func::FuncDialect, arith::ArithDialect>();
+}
+
+namespace {
+
+constexpr int64_t kGroup = 128;
+
+class Importer {
+public:
+  Importer(MLIRContext &context, const Model &model)
+      : ctx_(context), model_(model), c_(model.config), loc_(UnknownLoc::get(&context)),
+        sources_(model.config.sources()) {}
+
+  OwningOpRef<ModuleOp> run(const std::string &weightsPath);
+
+private:
+  RankedTensorType vec(int64_t n) const { return RankedTensorType::get({n}, Float32Type::get(&ctx_)); }
+  FloatAttr f32(double v) const { return FloatAttr::get(Float32Type::get(&ctx_), v); }
+  FloatAttr eps() const { return f32(c_.rmsEps); }
+  IntegerAttr i64(int64_t v) const { return IntegerAttr::get(IntegerType::get(&ctx_, 64), v); }
+
+  /// The model tensor behind (leaf, source block).
+  const Tensor &tensorFor(const std::string &leaf, std::optional<int64_t> source) const;
+  Value weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source = std::nullopt);
+  /// W x for a CQ weight: hadamard, dequant, matmul (fused and folded by the passes); a float
+  /// weight is a plain matmul.
+  Value project(OpBuilder &b, Value w, Value x);
+  Value hadamard(OpBuilder &b, Value x) {
+    const int64_t n = cast<RankedTensorType>(x.getType()).getDimSize(0);
+    return b.create<HadamardOp>(loc_, vec((n + kGroup - 1) / kGroup * kGroup), x, i64(kGroup));
+  }
+  void buildBlock(OpBuilder &b, BlockOp op, int64_t index);
+  Value engram(OpBuilder &b, int64_t source, Value u, Value token, Value position);
+  Value head(OpBuilder &b, const std::string &name, ValueRange cells, Value token, bool confidence);
+
+  MLIRContext &ctx_;
+  const Model &model_;
+  const Config &c_;
+  Location loc_;
+  std::vector<int64_t> sources_;
+};
+
+const Tensor &Importer::tensorFor(const std::string &leaf, std::optional<int64_t> source) const {
+  if (!source)
+    return model_.tensor(leaf);
+  const int64_t index = std::find(sources_.begin(), sources_.end(), *source) - sources_.begin();
+  if (leaf.starts_with("engram."))
+    return model_.tensor(fmt::format("engram.{}.{}", c_.engramSite(index), leaf.substr(7)));
+  return model_.tensor(fmt::format("blocks.{}.{}", index, leaf));
+}
+
+Value Importer::weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source) {
+  if ((leaf == "mlp.p1" || leaf == "mlp.p2") && !model_.tensors.count(leaf)) // Needle's default draw
+    return b.create<WeightOp>(loc_, RankedTensorType::get({c_.mlpWidth()}, IntegerType::get(&ctx_, 32)),
+                              b.getStringAttr(leaf), IntegerAttr());
+  const Tensor &t = tensorFor(leaf, source);
+  Type type;
+  if (t.storage == Tensor::Storage::CQ)
+    type = CqType::get(&ctx_, t.bits, kGroup, t.shape);
+  else if (t.storage == Tensor::Storage::I32)
+    type = RankedTensorType::get(t.shape, IntegerType::get(&ctx_, 32));
+  else
+    type = RankedTensorType::get(t.shape, Float32Type::get(&ctx_));
+  return b.create<WeightOp>(loc_, type, b.getStringAttr(leaf), source ? i64(*source) : IntegerAttr());
+}
+
+Value Importer::project(OpBuilder &b, Value w, Value x) {
+  if (auto cq = dyn_cast<CqType>(w.getType())) {
+    Value rotated = hadamard(b, x);
+    auto matrix = RankedTensorType::get({cq.getRows(), cq.getPaddedCols()}, Float32Type::get(&ctx_));
+    Value dequant = b.create<CqDequantOp>(loc_, matrix, w);
+    return b.create<MatmulOp>(loc_, vec(cq.getRows()), dequant, rotated);
+  }
+  return b.create<MatmulOp>(loc_, vec(cast<RankedTensorType>(w.getType()).getDimSize(0)), w, x);
+}
+
+Value Importer::engram(OpBuilder &b, int64_t source, Value u, Value token, Value position) {
+  const int64_t D = c_.dModel, tables = c_.engramTableCount(), sub = c_.engramSubDim();
+  const int64_t padded = (sub + kGroup - 1) / kGroup * kGroup;
+  Value table = weight(b, "engram.tables", source);
+  Value raw = b.create<EngramGatherOp>(loc_, vec(tables * padded), table, token, position,
+                                       b.getDenseI64ArrayAttr(c_.engramOrders), i64(c_.engramHeadCount()));
+  Value rows = hadamard(b, raw);
+  if (padded != sub)
+    rows = b.create<UnpadRowsOp>(loc_, vec(D), rows, i64(tables), i64(sub));
+  Value key = project(b, weight(b, "engram.key", source), rows);
+  Value value = project(b, weight(b, "engram.value", source), rows);
+  value = b.create<CausalTapsOp>(loc_, vec(D), value, weight(b, "engram.taps", source), i64(c_.engramDelta()));
+  return b.create<EngramGateOp>(loc_, vec(D), u, key, value, eps());
+}
+
+void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
+  const int64_t D = c_.dModel, source = sources_[index];
+  Block *body = new Block();
+  op.getBody().push_back(body);
+  Value lanes = body->addArgument(op.getLanes().getType(), loc_);
+  Value token = body->addArgument(op.getToken().getType(), loc_);
+  Value position = body->addArgument(op.getPosition().getType(), loc_);
+  OpBuilder b = OpBuilder::atBlockEnd(body);
+  auto w = [&](const char *leaf) { return weight(b, leaf, source); };
+
+  Value nx = b.create<LaneNormOp>(loc_, vec(4 * D), lanes, eps());
+  Value pre = project(b, w("mhc.phi_pre"), nx), post = project(b, w("mhc.phi_post"), nx);
+  Value res = project(b, w("mhc.phi_res"), nx);
+  auto mix4 = RankedTensorType::get({4, 4}, Float32Type::get(&ctx_));
+  auto gates = b.create<MhcGatesOp>(loc_, vec(4), vec(4), mix4, pre, post, res, w("mhc.a"), w("mhc.b_pre"),
+                                    w("mhc.b_post"), w("mhc.b_res"), i64(index));
+  Value u = b.create<LaneReadOp>(loc_, vec(D), lanes, gates.getHPre());
+  Value x = c_.engramSite(index) >= 0 ? engram(b, source, u, token, position) : u;
+
+  Value s = b.create<ZcNormOp>(loc_, vec(D), x, w("attn_norm"), i64(1), eps());
+  Value q = project(b, w("attn.q"), s), k = project(b, w("attn.k"), s), v = project(b, w("attn.v"), s);
+  Value gate = project(b, w("attn.gate"), s);
+  if (c_.qkvConvTaps > 0) {
+    q = b.create<CausalTapsOp>(loc_, q.getType(), q, w("attn.q_taps"), i64(1));
+    k = b.create<CausalTapsOp>(loc_, k.getType(), k, w("attn.k_taps"), i64(1));
+    v = b.create<CausalTapsOp>(loc_, v.getType(), v, w("attn.v_taps"), i64(1));
+  }
+  const FloatAttr theta = FloatAttr::get(Float64Type::get(&ctx_), c_.ropeTheta);
+  q = b.create<ZcNormOp>(loc_, q.getType(), q, w("attn.q_norm"), i64(c_.numHeads), eps());
+  q = b.create<RopeOp>(loc_, q.getType(), q, position, i64(c_.numHeads), theta);
+  k = b.create<ZcNormOp>(loc_, k.getType(), k, w("attn.k_norm"), i64(c_.numKvHeads), eps());
+  k = b.create<RopeOp>(loc_, k.getType(), k, position, i64(c_.numKvHeads), theta);
+  const int64_t window = c_.isGlobal(index) ? 0 : c_.slidingWindow;
+  Value o = b.create<AttentionOp>(loc_, vec(c_.numHeads * c_.vHeadDim), q, k, v, i64(c_.numHeads),
+                                  i64(c_.numKvHeads), i64(window));
+  o = b.create<SigmoidGateOp>(loc_, o.getType(), o, gate);
+  Value a = project(b, w("attn.o"), o);
+  Value x1 = b.create<ResidualGateOp>(loc_, vec(D), x, a, w("post_attn_norm"), w("attn_gate"), eps());
+  Value mlp = b.create<KronMlpOp>(loc_, vec(D), x1, w("mlp_norm"), w("mlp.w1a"), w("mlp.w2a"), w("mlp.w3a"),
+                                  w("mlp.w1b"), w("mlp.w2b"), w("mlp.w3b"), w("mlp.d1"), w("mlp.d2"), w("mlp.b2"),
+                                  w("mlp.d3"), w("mlp.d4"), w("mlp.cond_v"), w("mlp.cond_u"), weight(b, "mlp.p1"),
+                                  weight(b, "mlp.p2"), eps());
+  Value y = b.create<BlockUpdateOp>(loc_, vec(D), x1, mlp, u);
+  Value next = b.create<LaneWriteOp>(loc_, lanes.getType(), lanes, gates.getMix(), gates.getHPost(), y);
+  Value cell = b.create<LaneMeanOp>(loc_, vec(D), next);
+  b.create<YieldOp>(loc_, next, cell);
+}
+
+Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Value token, bool confidence) {
+  const int64_t out = confidence ? 1 : c_.embeddingDim;
+  Value bias = confidence ? weight(b, name + ".bias") : Value();
+  return b.create<HeadOp>(loc_, vec(out), cells, token, weight(b, name + ".probes"), weight(b, name + ".gain"),
+                          weight(b, name + ".query"), weight(b, name + ".row_bias"), weight(b, name + ".proj"),
+                          bias, b.getStringAttr(confidence ? "confidence" : "embedding"),
+                          b.getDenseI64ArrayAttr(sources_), i64(c_.padTokenId), eps());
+}
+
+OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
+  for (const char *name : {"embed.weight", "engram.0.tables"})
+    if (model_.tensors.count(name) && model_.tensor(name).storage != Tensor::Storage::CQ)
+      fail("{}: --emit mlir needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)",
+           weightsPath, name);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
+  OpBuilder b(&ctx_);
+  std::vector<NamedAttribute> codebooks;
+  for (const auto &[bits, values] : model_.codebooks)
+    codebooks.emplace_back(b.getStringAttr(fmt::format("cq{}", bits)), b.getDenseF32ArrayAttr(values));
+  (*module)->setAttr(kModelAttr, b.getStringAttr(weightsPath));
+  (*module)->setAttr(kCodebooksAttr, b.getDictionaryAttr(codebooks));
+  (*module)->setAttr(kLadderOrderAttr, b.getDenseI64ArrayAttr(c_.order()));
+
+  const int64_t D = c_.dModel;
+  auto i32 = IntegerType::get(&ctx_, 32);
+  auto type = b.getFunctionType({i32, i32}, {vec(c_.vocabSize), vec(1), vec(c_.embeddingDim)});
+  b.setInsertionPointToEnd(module->getBody());
+  auto step = b.create<func::FuncOp>(loc_, "step", type);
+  Block *entry = step.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  Value token = entry->getArgument(0), position = entry->getArgument(1);
+
+  Value embed = weight(b, "embed.weight");
+  Value raw = b.create<CqGatherOp>(loc_, vec(cast<CqType>(embed.getType()).getPaddedCols()), embed, token);
+  Value x0 = b.create<ScaleOp>(loc_, vec(D), hadamard(b, raw), f32(std::sqrt(static_cast<float>(D))));
+  Value lanes = b.create<LanesInitOp>(loc_, RankedTensorType::get({4, D}, Float32Type::get(&ctx_)), x0);
+  std::vector<Value> cells = {x0};
+  for (int64_t i = 0; i < c_.numLayers; ++i) {
+    auto block = b.create<BlockOp>(loc_, lanes.getType(), vec(D), lanes, token, position, i64(i), i64(sources_[i]),
+                                   b.getBoolAttr(c_.isGlobal(i)),
+                                   c_.engramSite(i) >= 0 ? i64(c_.engramSite(i)) : IntegerAttr());
+    buildBlock(b, block, i);
+    lanes = block.getResult();
+    cells.push_back(block.getCell());
+  }
+  Value xf = b.create<ZcNormOp>(loc_, vec(D), b.create<LaneMeanOp>(loc_, vec(D), lanes), weight(b, "final_norm"),
+                                i64(1), eps());
+  Value logits = project(b, embed, xf);
+  Value confidence = head(b, "confidence", cells, token, true);
+  Value embedding = head(b, "embedding_head", cells, token, false);
+  b.create<func::ReturnOp>(loc_, ValueRange{logits, confidence, embedding});
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importModel(MLIRContext &context, const Model &model, const std::string &weightsPath) {
+  return Importer(context, model).run(weightsPath);
+}
+
+} // namespace needle

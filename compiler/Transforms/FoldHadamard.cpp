@@ -1,0 +1,58 @@
+// needle-fold-hadamard: removes the online rotations algebra allows (Passes.td).
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace needle {
+#define GEN_PASS_DEF_FOLDHADAMARD
+#include "Transforms/Passes.h.inc"
+} // namespace needle
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace {
+
+/// One rotation per (value, group) in each block: later ones reuse the first, which dominates
+/// them because the block's regions are single-block and ops run in order.
+void shareRotations(Block &block) {
+  llvm::DenseMap<std::pair<Value, int64_t>, HadamardOp> first;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto rotation = dyn_cast<HadamardOp>(op);
+    if (!rotation)
+      continue;
+    auto [it, inserted] = first.try_emplace({rotation.getInput(), rotation.getGroup()}, rotation);
+    if (!inserted) {
+      rotation.replaceAllUsesWith(it->second.getResult());
+      rotation.erase();
+    }
+  }
+}
+
+struct FoldHadamardPass : needle::impl::FoldHadamardBase<FoldHadamardPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    rotationsBefore = needle::countOnlineRotations(module);
+    module.walk([](Block *block) { shareRotations(*block); });
+    // H·H = I and rotations of constants are HadamardOp's folder; the driver also erases the
+    // rotations (and decodes) that no longer have users.
+    if (failed(applyPatternsAndFoldGreedily(module, RewritePatternSet(&getContext()))))
+      return signalPassFailure();
+    rotationsAfter = needle::countOnlineRotations(module);
+  }
+};
+
+} // namespace
+
+int64_t needle::countOnlineRotations(ModuleOp module) {
+  int64_t count = 0;
+  module.walk([&](HadamardOp op) { count += !matchPattern(op.getInput(), m_Constant()); });
+  return count;
+}
+
+int64_t needle::countDequantizedWeights(ModuleOp module) {
+  int64_t count = 0;
+  module.walk([&](CqDequantOp) { ++count; });
+  return count;
+}

@@ -1,0 +1,39 @@
+// needle-fuse-cq-matmul: matmul(cq_dequant(w), x) -> cq_matmul(w, x) (Passes.td).
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace needle {
+#define GEN_PASS_DEF_FUSECQMATMUL
+#include "Transforms/Passes.h.inc"
+} // namespace needle
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace {
+
+struct FuseDequantIntoMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    auto dequant = op.getMatrix().getDefiningOp<CqDequantOp>();
+    if (!dequant)
+      return failure();
+    rewriter.replaceOpWithNewOp<CqMatmulOp>(op, op.getType(), dequant.getWeight(), op.getInput());
+    return success();
+  }
+};
+
+struct FuseCqMatmulPass : needle::impl::FuseCqMatmulBase<FuseCqMatmulPass> {
+  void runOnOperation() override {
+    getOperation().walk([&](MatmulOp op) { fused += static_cast<bool>(op.getMatrix().getDefiningOp<CqDequantOp>()); });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseDequantIntoMatmul>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,96 @@
+// needle-slice-depth: the IR version of ladder slicing (Passes.td).
+#include "Model/Ladder.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace needle {
+#define GEN_PASS_DEF_SLICEDEPTH
+#include "Transforms/Passes.h.inc"
+} // namespace needle
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace {
+
+/// Rebuilds a head without the cells of dropped blocks (and their entries in `blocks`).
+void dropCells(HeadOp head, const llvm::DenseSet<Operation *> &dropped) {
+  SmallVector<Value> cells = {head.getCells().front()};
+  SmallVector<int64_t> blocks;
+  for (auto [cell, block] : llvm::zip(head.getCells().drop_front(), head.getBlocks())) {
+    if (dropped.contains(cell.getDefiningOp()))
+      continue;
+    cells.push_back(cell);
+    blocks.push_back(block);
+  }
+  OpBuilder b(head);
+  auto rebuilt = b.create<HeadOp>(head.getLoc(), head.getType(), cells, head.getToken(), head.getProbes(),
+                                  head.getGain(), head.getQuery(), head.getRowBias(), head.getProj(), head.getBias(),
+                                  head.getKindAttr(), b.getDenseI64ArrayAttr(blocks), head.getPadAttr(),
+                                  head.getEpsAttr());
+  head.replaceAllUsesWith(rebuilt.getResult());
+  head.erase();
+}
+
+struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
+  using SliceDepthBase::SliceDepthBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto orderAttr = module->getAttrOfType<DenseI64ArrayAttr>(kLadderOrderAttr);
+    if (!orderAttr) {
+      module.emitError("needle-slice-depth: the module has no ") << kLadderOrderAttr;
+      return signalPassFailure();
+    }
+    const std::vector<int64_t> order(orderAttr.asArrayRef().begin(), orderAttr.asArrayRef().end());
+    const int64_t layers = static_cast<int64_t>(order.size());
+    if (depth != layers && (depth < 2 || depth > layers)) {
+      module.emitError("needle-slice-depth: depth ") << depth << " is outside 2.." << layers;
+      return signalPassFailure();
+    }
+    const std::vector<int64_t> kept = needle::keptBlocks(order, depth);
+    std::vector<int64_t> newIndex(layers, -1);
+    for (size_t i = 0; i < kept.size(); ++i)
+      newIndex[kept[i]] = static_cast<int64_t>(i);
+
+    llvm::DenseSet<Operation *> dropped;
+    SmallVector<BlockOp> blocks;
+    module.walk([&](BlockOp block) {
+      if (block.getId() >= layers) {
+        block.emitOpError("id ") << block.getId() << " is outside the ladder order of " << layers << " blocks";
+        return signalPassFailure();
+      }
+      blocks.push_back(block);
+      if (newIndex[block.getId()] < 0)
+        dropped.insert(block);
+    });
+    SmallVector<HeadOp> heads;
+    module.walk([&](HeadOp head) { heads.push_back(head); });
+    for (HeadOp head : heads)
+      dropCells(head, dropped);
+
+    OpBuilder b(module.getContext());
+    int64_t site = 0;
+    for (BlockOp block : blocks) {
+      if (dropped.contains(block)) {
+        block.getResult().replaceAllUsesWith(block.getLanes());
+        block.erase();
+        continue;
+      }
+      const int64_t id = newIndex[block.getId()];
+      block.setId(id);
+      block.walk([&](MhcGatesOp gates) { gates.setPosition(id); });
+      if (block.getEngramSite())
+        block.setEngramSite(site++);
+    }
+    SmallVector<int64_t> sliced;
+    for (int64_t id : order)
+      if (newIndex[id] >= 0)
+        sliced.push_back(newIndex[id]);
+    module->setAttr(kLadderOrderAttr, b.getDenseI64ArrayAttr(sliced));
+  }
+};
+
+} // namespace

@@ -1,0 +1,26 @@
+// The needle dialect: types and ops of the SAN ladder graph (NeedleOps.td).
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "Needle/IR/NeedleOpsDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Needle/IR/NeedleOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "Needle/IR/NeedleOps.h.inc"
+
+namespace needle::ir {
+
+/// Module attribute names.
+inline constexpr const char *kModelAttr = "needle.model";         // the model file
+inline constexpr const char *kCodebooksAttr = "needle.codebooks"; // {cq2 = array<f32: ...>, ...}
+inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the ladder order of the blocks
+
+
+} // namespace needle::ir
