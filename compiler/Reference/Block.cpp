@@ -4,24 +4,34 @@
 
 namespace needle::reference {
 
-LaneMix laneMix(const Weights &w, const BlockWeights &b, const Lanes &lanes, int64_t position) {
+Vec laneNorm(const Lanes &lanes, float eps) {
   Vec concat;
   for (const Vec &lane : lanes)
     concat.insert(concat.end(), lane.begin(), lane.end());
-  const Vec nx = unit(concat, w.eps);
-  const Vec pre = matvec(b.phiPre, 4, nx), post = matvec(b.phiPost, 4, nx), res = matvec(b.phiRes, 16, nx);
+  return unit(concat, eps);
+}
+
+LaneMix mhcGates(std::span<const float> pre, std::span<const float> post, std::span<const float> res,
+                 std::span<const float> a, std::span<const float> bPre, std::span<const float> bPost,
+                 std::span<const float> bRes, int64_t position) {
   const int64_t own = position % 4;
   LaneMix mix;
   for (int l = 0; l < 4; ++l) {
     const float one = l == own ? 1.0f : 0.0f;
-    mix.pre[l] = sigmoid(b.a[0] * pre[l] + b.bPre[l] + 8.0f * one - 4.0f);
-    mix.post[l] = 2.0f * sigmoid(b.a[1] * post[l] + b.bPost[l] - 4.0f * (1.0f - one));
+    mix.pre[l] = sigmoid(a[0] * pre[l] + bPre[l] + 8.0f * one - 4.0f);
+    mix.post[l] = 2.0f * sigmoid(a[1] * post[l] + bPost[l] - 4.0f * (1.0f - one));
   }
   std::array<float, 16> logits;
   for (int i = 0; i < 16; ++i)
-    logits[i] = b.a[2] * res[i] + b.bRes[i];
+    logits[i] = a[2] * res[i] + bRes[i];
   mix.res = sinkhorn(logits);
   return mix;
+}
+
+LaneMix laneMix(const Weights &w, const BlockWeights &b, const Lanes &lanes, int64_t position) {
+  const Vec nx = laneNorm(lanes, w.eps);
+  return mhcGates(matvec(b.phiPre, 4, nx), matvec(b.phiPost, 4, nx), matvec(b.phiRes, 16, nx), b.a, b.bPre,
+                  b.bPost, b.bRes, position);
 }
 
 Vec readLanes(const LaneMix &mix, const Lanes &lanes) {
@@ -71,8 +81,8 @@ Vec engramRow(const Weights &w, const EngramWeights &site, std::span<const int32
   return e;
 }
 
-Vec addEngram(const Weights &w, const Vec &u, const Vec &key, const Vec &value) {
-  const float gate = sigmoid(dot(unit(u, w.eps), unit(key, w.eps)) / std::sqrt(static_cast<float>(u.size())));
+Vec addEngram(const Vec &u, const Vec &key, const Vec &value, float eps) {
+  const float gate = sigmoid(dot(unit(u, eps), unit(key, eps)) / std::sqrt(static_cast<float>(u.size())));
   Vec x = u;
   for (size_t i = 0; i < x.size(); ++i)
     x[i] += gate * value[i];
@@ -90,28 +100,26 @@ Projections project(const Weights &w, const BlockWeights &b, const Vec &x) {
   return p;
 }
 
-void normalizeAndRotate(const Weights &w, Vec &z, std::span<const float> norm, int64_t heads, int64_t t) {
-  const int64_t d = w.config.qkHeadDim;
+void normalizeAndRotate(Vec &z, std::span<const float> norm, int64_t heads, int64_t t, double theta, float eps) {
+  const int64_t d = static_cast<int64_t>(z.size()) / heads;
   for (int64_t h = 0; h < heads; ++h) {
     std::span<float> head(z.data() + h * d, d);
-    const Vec normalized = zc(head, norm, w.eps);
+    const Vec normalized = zc(head, norm, eps);
     std::copy(normalized.begin(), normalized.end(), head.begin());
-    rope(head, t, w.config.ropeTheta);
+    rope(head, t, theta);
   }
 }
 
-int64_t firstVisible(const Weights &w, const BlockWeights &b, int64_t t) {
-  return b.global ? 0 : std::max<int64_t>(0, t - w.config.slidingWindow + 1);
-}
+int64_t firstVisible(int64_t window, int64_t t) { return window == 0 ? 0 : std::max<int64_t>(0, t - window + 1); }
 
-Vec attend(const Weights &w, const Vec &q, std::span<const Vec> keys, std::span<const Vec> values, int64_t first,
-           int64_t t) {
-  const Config &c = w.config;
-  const int64_t dqk = c.qkHeadDim, dv = c.vHeadDim, group = c.numHeads / c.numKvHeads;
+Vec attend(const Vec &q, std::span<const Vec> keys, std::span<const Vec> values, int64_t first, int64_t t,
+           int64_t heads, int64_t kvHeads) {
+  const int64_t dqk = static_cast<int64_t>(q.size()) / heads;
+  const int64_t dv = static_cast<int64_t>(values[t].size()) / kvHeads, group = heads / kvHeads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dqk));
-  Vec o(c.numHeads * dv, 0.0f);
+  Vec o(heads * dv, 0.0f);
   Vec scores(t - first + 1);
-  for (int64_t h = 0; h < c.numHeads; ++h) {
+  for (int64_t h = 0; h < heads; ++h) {
     const int64_t kv = h / group;
     std::span<const float> qh(q.data() + h * dqk, dqk);
     for (int64_t p = first; p <= t; ++p)
@@ -136,16 +144,17 @@ Vec permute(const Vec &z, const std::vector<int32_t> &p) {
   return out;
 }
 
-/// The Kronecker MLP on m = zc(x1; mlp_norm).
-Vec mlp(const Weights &w, const BlockWeights &b, const Vec &x1) {
-  const Config &c = w.config;
-  const int64_t n = c.mlpWidth(), ba = c.mlpRows(), bb = c.mlpCols(), D = c.dModel;
-  const Vec m = zc(x1, b.mlpNorm, w.eps);
+} // namespace
+
+Vec kronMlp(const MlpWeights &mlp, const Vec &x1, float eps) {
+  const int64_t n = static_cast<int64_t>(mlp.d1.size()), D = static_cast<int64_t>(x1.size());
+  const int64_t ba = mlp.rows, bb = mlp.cols;
+  const Vec m = zc(x1, mlp.norm, eps);
   Vec mix(8);
   for (int j = 0; j < 8; ++j) {
     double sum = 0;
     for (int64_t i = 0; i < D; ++i)
-      sum += static_cast<double>(b.condV[i * 8 + j]) * m[i];
+      sum += static_cast<double>(mlp.condV[i * 8 + j]) * m[i];
     mix[j] = static_cast<float>(sum);
   }
   softmax(mix);
@@ -153,44 +162,54 @@ Vec mlp(const Weights &w, const BlockWeights &b, const Vec &x1) {
   for (int64_t i = 0; i < n; ++i) {
     double sum = 0;
     for (int j = 0; j < 8; ++j)
-      sum += static_cast<double>(mix[j]) * b.condU[j * n + i];
+      sum += static_cast<double>(mix[j]) * mlp.condU[j * n + i];
     cond[i] = 1.0f + static_cast<float>(sum);
   }
   Vec z(n, 0.0f);
   std::copy(m.begin(), m.end(), z.begin());
   for (int64_t i = 0; i < n; ++i)
-    z[i] *= b.d1[i];
-  z = permute(kronecker(z, b.w1a, b.w1b, ba, bb), w.p1);
+    z[i] *= mlp.d1[i];
+  z = permute(kronecker(z, mlp.w1a, mlp.w1b, ba, bb), mlp.p1);
   for (int64_t i = 0; i < n; ++i)
-    z[i] = silu(b.d2[i] * cond[i] * z[i] + b.b2[i]);
-  z = permute(kronecker(z, b.w2a, b.w2b, ba, bb), w.p2);
+    z[i] = silu(mlp.d2[i] * cond[i] * z[i] + mlp.b2[i]);
+  z = permute(kronecker(z, mlp.w2a, mlp.w2b, ba, bb), mlp.p2);
   for (int64_t i = 0; i < n; ++i)
-    z[i] *= b.d3[i];
-  z = kronecker(z, b.w3a, b.w3b, ba, bb);
+    z[i] *= mlp.d3[i];
+  z = kronecker(z, mlp.w3a, mlp.w3b, ba, bb);
   Vec y(D);
   for (int64_t i = 0; i < D; ++i)
-    y[i] = b.d4[i] * z[i];
+    y[i] = mlp.d4[i] * z[i];
   return y;
 }
 
-} // namespace
-
-Vec blockUpdate(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
-                const Vec &gate) {
-  const int64_t D = w.config.dModel;
+Vec sigmoidGate(const Vec &o, const Vec &gate) {
   Vec gated(o.size());
   for (size_t i = 0; i < o.size(); ++i)
     gated[i] = o[i] * sigmoid(gate[i]);
-  const Vec a = zc(matvec(b.o, D, gated), b.postAttnNorm, w.eps);
-  const float g = sigmoid(b.attnGate);
-  Vec x1(D);
-  for (int64_t i = 0; i < D; ++i)
-    x1[i] = x[i] + g * a[i];
-  const Vec mlpOut = mlp(w, b, x1);
-  Vec y(D);
-  for (int64_t i = 0; i < D; ++i)
-    y[i] = x1[i] + mlpOut[i] - u[i];
+  return gated;
+}
+
+Vec residualGate(const Vec &x, const Vec &a, std::span<const float> norm, float gate, float eps) {
+  const Vec normalized = zc(a, norm, eps);
+  const float g = sigmoid(gate);
+  Vec x1(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x1[i] = x[i] + g * normalized[i];
+  return x1;
+}
+
+Vec blockUpdate(const Vec &x1, const Vec &mlp, const Vec &u) {
+  Vec y(x1.size());
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = x1[i] + mlp[i] - u[i];
   return y;
+}
+
+Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
+                   const Vec &gate) {
+  const Vec a = matvec(b.o, w.config.dModel, sigmoidGate(o, gate));
+  const Vec x1 = residualGate(x, a, b.postAttnNorm, b.attnGate, w.eps);
+  return blockUpdate(x1, kronMlp(b.mlp, x1, w.eps), u);
 }
 
 Vec logitsFrom(const Weights &w, const Lanes &lanes) {

@@ -1,6 +1,7 @@
-// The per-position pieces of a ladder block (spec/model.md "Blocks") shared by both interpreter
-// modes. What differs between the modes (taps over time, attention over the past, pooling)
-// lives in Sequence.cpp and Session.cpp.
+// The per-position pieces of a ladder block (spec/model.md "Blocks"), shared by both interpreter
+// modes and by the IR evaluator. Each takes exactly the values its formula needs. What differs
+// between the modes (taps over time, attention over the past, pooling) lives in Sequence.cpp
+// and Session.cpp.
 #pragma once
 
 #include "Reference/Weights.h"
@@ -16,7 +17,13 @@ struct LaneMix {
   std::array<float, 16> res{};
 };
 
-/// From nx = unit(concat(lanes)); `position` is the block's index among the kept blocks.
+/// nx = unit(concat(lanes)).
+Vec laneNorm(const Lanes &lanes, float eps);
+/// From the projections Φ_pre nx, Φ_post nx, Φ_res nx at lane position `position`.
+LaneMix mhcGates(std::span<const float> pre, std::span<const float> post, std::span<const float> res,
+                 std::span<const float> a, std::span<const float> bPre, std::span<const float> bPost,
+                 std::span<const float> bRes, int64_t position);
+/// laneNorm, the three projections and mhcGates for block b.
 LaneMix laneMix(const Weights &w, const BlockWeights &b, const Lanes &lanes, int64_t position);
 /// u = sum_l h_pre[l] lane_l.
 Vec readLanes(const LaneMix &mix, const Lanes &lanes);
@@ -27,7 +34,7 @@ Vec meanOfLanes(const Lanes &lanes);
 /// e_t: the engram table rows of every (order, head) concatenated, zeros where t < order - 1.
 Vec engramRow(const Weights &w, const EngramWeights &site, std::span<const int32_t> tokens, int64_t t);
 /// x = u + sigmoid(<unit(u), unit(k)> / sqrt(D)) v.
-Vec addEngram(const Weights &w, const Vec &u, const Vec &key, const Vec &value);
+Vec addEngram(const Vec &u, const Vec &key, const Vec &value, float eps);
 
 /// s = zc(x; attn_norm) and its projections, before taps.
 struct Projections {
@@ -36,20 +43,28 @@ struct Projections {
 Projections project(const Weights &w, const BlockWeights &b, const Vec &x);
 
 /// Per head: zc(.; norm), then RoPE at position t. In place on [heads * d].
-void normalizeAndRotate(const Weights &w, Vec &z, std::span<const float> norm, int64_t heads, int64_t t);
+void normalizeAndRotate(Vec &z, std::span<const float> norm, int64_t heads, int64_t t, double theta, float eps);
 
-/// First key position query t may see in block b.
-int64_t firstVisible(const Weights &w, const BlockWeights &b, int64_t t);
+/// First key position query t may see: 0 for global attention (window 0), else t - window + 1.
+int64_t firstVisible(int64_t window, int64_t t);
 
 /// One query against keys/values at positions [first, t]: o = concat_h sum alpha v, with
-/// alpha = softmax(q.k / sqrt(dqk)); head h reads kv head h / (Hq / Hkv).
-Vec attend(const Weights &w, const Vec &q, std::span<const Vec> keys, std::span<const Vec> values, int64_t first,
-           int64_t t);
+/// alpha = softmax(q.k / sqrt(dqk)); head h reads kv head h / (heads / kvHeads).
+Vec attend(const Vec &q, std::span<const Vec> keys, std::span<const Vec> values, int64_t first, int64_t t,
+           int64_t heads, int64_t kvHeads);
 
-/// The rest of the block after attention: a = Wo(o * sigmoid(gate)), x1, the MLP, and the
-/// block's update y = x1 + y_mlp - u.
-Vec blockUpdate(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
-                const Vec &gate);
+/// o * sigmoid(gate).
+Vec sigmoidGate(const Vec &o, const Vec &gate);
+/// x1 = x + sigmoid(gate) zc(a; norm).
+Vec residualGate(const Vec &x, const Vec &a, std::span<const float> norm, float gate, float eps);
+/// The Kronecker MLP on m = zc(x1; mlp_norm).
+Vec kronMlp(const MlpWeights &mlp, const Vec &x1, float eps);
+/// y = x1 + y_mlp - u.
+Vec blockUpdate(const Vec &x1, const Vec &mlp, const Vec &u);
+
+/// The whole block after attention: a = Wo(o * sigmoid(gate)), x1, the MLP, the update y.
+Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
+                   const Vec &gate);
 
 /// Final norm and tied logits from the lanes of the last position.
 Vec logitsFrom(const Weights &w, const Lanes &lanes);

@@ -12,13 +12,13 @@ namespace needle::reference {
 using Cells = std::vector<Vec>;
 
 /// Pools with a softmax over all positions at once; positions whose token is the pad are left out.
-std::vector<Vec> poolDirect(const Weights &w, const HeadWeights &head, const std::vector<Cells> &cells,
-                            std::span<const int32_t> tokens);
+std::vector<Vec> poolDirect(const HeadWeights &head, const std::vector<Cells> &cells, std::span<const int32_t> tokens);
 
 /// The same pooling, one position at a time, with running (online-softmax) state.
 class OnlinePool {
 public:
-  OnlinePool(const Weights &w, const HeadWeights &head);
+  explicit OnlinePool(const HeadWeights &head);
+  /// Adds one position's cells (the caller leaves pads out).
   void add(const Cells &cells);
   std::vector<Vec> pooled() const;
 
@@ -27,15 +27,14 @@ private:
     double max = 0, sum = 0;
     std::vector<double> acc;
   };
-  const Weights &w_;
   const HeadWeights &head_;
   std::vector<Slot> slots_; // [rows * probes]
   bool any_ = false;
 };
 
 /// sigmoid(proj . pooled + bias) from R.
-float confidenceFrom(const Weights &w, const std::vector<Vec> &pooled);
+float confidenceFrom(const HeadWeights &head, const std::vector<Vec> &R);
 /// p / sqrt(sum p^2 + 1e-12) with p = proj . pooled.
-Vec embeddingFrom(const Weights &w, const std::vector<Vec> &pooled);
+Vec embeddingFrom(const HeadWeights &head, const std::vector<Vec> &R);
 
 } // namespace needle::reference

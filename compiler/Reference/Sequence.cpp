@@ -78,7 +78,7 @@ Outputs runSequence(const Weights &w, std::span<const int32_t> tokens) {
     for (int64_t t = 0; t < T; ++t) {
       mixes[t] = laneMix(w, b, lanes[t], static_cast<int64_t>(p));
       u[t] = readLanes(mixes[t], lanes[t]);
-      x[t] = b.site >= 0 ? addEngram(w, u[t], engramKey[t], engramValue[t]) : u[t];
+      x[t] = b.site >= 0 ? addEngram(u[t], engramKey[t], engramValue[t], w.eps) : u[t];
       Projections proj = project(w, b, x[t]);
       rawQ[t] = std::move(proj.q), rawK[t] = std::move(proj.k), rawV[t] = std::move(proj.v);
       gate[t] = std::move(proj.gate);
@@ -90,18 +90,18 @@ Outputs runSequence(const Weights &w, std::span<const int32_t> tokens) {
       v = tapsOverTime(rawV, b.vTaps, c.qkvConvTaps, 1);
     }
     for (int64_t t = 0; t < T; ++t) {
-      normalizeAndRotate(w, q[t], b.qNorm, c.numHeads, t);
-      normalizeAndRotate(w, k[t], b.kNorm, c.numKvHeads, t);
+      normalizeAndRotate(q[t], b.qNorm, c.numHeads, t, c.ropeTheta, w.eps);
+      normalizeAndRotate(k[t], b.kNorm, c.numKvHeads, t, c.ropeTheta, w.eps);
     }
     for (int64_t t = 0; t < T; ++t) {
-      const Vec o = attend(w, q[t], k, v, firstVisible(w, b, t), t);
-      writeLanes(mixes[t], lanes[t], blockUpdate(w, b, x[t], u[t], o, gate[t]));
+      const Vec o = attend(q[t], k, v, firstVisible(b.window, t), t, c.numHeads, c.numKvHeads);
+      writeLanes(mixes[t], lanes[t], afterAttention(w, b, x[t], u[t], o, gate[t]));
       cells[t].push_back(meanOfLanes(lanes[t]));
     }
   }
   out.logits = logitsFrom(w, lanes[T - 1]);
-  out.confidence = confidenceFrom(w, poolDirect(w, w.confidence, cells, tokens));
-  out.embedding = embeddingFrom(w, poolDirect(w, w.embedding, cells, tokens));
+  out.confidence = confidenceFrom(w.confidence, poolDirect(w.confidence, cells, tokens));
+  out.embedding = embeddingFrom(w.embedding, poolDirect(w.embedding, cells, tokens));
   return out;
 }
 

@@ -32,8 +32,8 @@ void remember(std::deque<Vec> &history, Vec value, size_t keep) {
 } // namespace
 
 Session::Session(const Weights &w)
-    : w_(w), blocks_(w.blocks.size()), sites_(w.sites.size()), confidencePool_(w, w.confidence),
-      embeddingPool_(w, w.embedding) {}
+    : w_(w), blocks_(w.blocks.size()), sites_(w.sites.size()), confidencePool_(w.confidence),
+      embeddingPool_(w.embedding) {}
 
 void Session::feed(std::span<const int32_t> tokens) {
   checkTokens(w_, tokens, position());
@@ -64,7 +64,7 @@ void Session::step(int32_t token) {
       Vec rawValue = matvec(site.value, D, e);
       std::deque<Vec> &history = sites_[b.site].values;
       const Vec value = applyTaps(rawValue, history, site.taps, 4, c.engramDelta());
-      x = addEngram(w_, u, matvec(site.key, D, e), value);
+      x = addEngram(u, matvec(site.key, D, e), value, w_.eps);
       remember(history, std::move(rawValue), 3 * c.engramDelta());
     }
     Projections proj = project(w_, b, x);
@@ -77,12 +77,12 @@ void Session::step(int32_t token) {
       remember(state.k, std::move(proj.k), tapHistory);
       remember(state.v, std::move(proj.v), tapHistory);
     }
-    normalizeAndRotate(w_, q, b.qNorm, c.numHeads, t);
-    normalizeAndRotate(w_, k, b.kNorm, c.numKvHeads, t);
+    normalizeAndRotate(q, b.qNorm, c.numHeads, t, c.ropeTheta, w_.eps);
+    normalizeAndRotate(k, b.kNorm, c.numKvHeads, t, c.ropeTheta, w_.eps);
     state.keys.push_back(std::move(k));
     state.values.push_back(std::move(v));
-    const Vec o = attend(w_, q, state.keys, state.values, firstVisible(w_, b, t), t);
-    writeLanes(mix, lanes, blockUpdate(w_, b, x, u, o, proj.gate));
+    const Vec o = attend(q, state.keys, state.values, firstVisible(b.window, t), t, c.numHeads, c.numKvHeads);
+    writeLanes(mix, lanes, afterAttention(w_, b, x, u, o, proj.gate));
     cells.push_back(meanOfLanes(lanes));
   }
   if (token != c.padTokenId) {
@@ -97,8 +97,8 @@ Outputs Session::outputs() const {
   Outputs out;
   out.position = position();
   out.logits = position() ? logitsFrom(w_, lanes_) : Vec(c.vocabSize, 0.0f);
-  out.confidence = confidenceFrom(w_, confidencePool_.pooled());
-  out.embedding = position() ? embeddingFrom(w_, embeddingPool_.pooled()) : Vec(c.embeddingDim, 0.0f);
+  out.confidence = confidenceFrom(w_.confidence, confidencePool_.pooled());
+  out.embedding = position() ? embeddingFrom(w_.embedding, embeddingPool_.pooled()) : Vec(c.embeddingDim, 0.0f);
   return out;
 }
 

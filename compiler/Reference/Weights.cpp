@@ -13,7 +13,11 @@ namespace {
 HeadWeights loadHead(const Model &m, const std::string &name, int64_t probes, int64_t queries, int64_t outDim,
                      const std::vector<int64_t> &rows) {
   HeadWeights h;
+  h.rows = static_cast<int64_t>(rows.size());
   h.probes = probes, h.queries = queries, h.outDim = outDim;
+  h.dModel = m.config.dModel;
+  h.eps = static_cast<float>(m.config.rmsEps);
+  h.pad = static_cast<int32_t>(m.config.padTokenId);
   h.probeVectors = selectRows(m.floats(name + ".probes"), m.tensor(name + ".probes").shape, 0, rows);
   h.gain = selectRows(m.floats(name + ".gain"), m.tensor(name + ".gain").shape, 0, rows);
   h.query = m.floats(name + ".query");
@@ -29,17 +33,22 @@ BlockWeights loadBlock(const Model &m, int64_t id) {
   auto get = [&](const char *leaf) { return m.floats(fmt::format("blocks.{}.{}", id, leaf)); };
   BlockWeights b;
   b.id = id;
-  b.global = c.isGlobal(id);
-  b.attnNorm = get("attn_norm"), b.postAttnNorm = get("post_attn_norm"), b.mlpNorm = get("mlp_norm");
+  b.window = c.isGlobal(id) ? 0 : c.slidingWindow;
+  b.attnNorm = get("attn_norm"), b.postAttnNorm = get("post_attn_norm");
   b.q = get("attn.q"), b.k = get("attn.k"), b.v = get("attn.v"), b.gate = get("attn.gate"), b.o = get("attn.o");
   if (c.qkvConvTaps > 0)
     b.qTaps = get("attn.q_taps"), b.kTaps = get("attn.k_taps"), b.vTaps = get("attn.v_taps");
   b.qNorm = get("attn.q_norm"), b.kNorm = get("attn.k_norm");
   b.attnGate = get("attn_gate")[0];
-  b.w1a = get("mlp.w1a"), b.w2a = get("mlp.w2a"), b.w3a = get("mlp.w3a");
-  b.w1b = get("mlp.w1b"), b.w2b = get("mlp.w2b"), b.w3b = get("mlp.w3b");
-  b.d1 = get("mlp.d1"), b.d2 = get("mlp.d2"), b.b2 = get("mlp.b2"), b.d3 = get("mlp.d3"), b.d4 = get("mlp.d4");
-  b.condV = get("mlp.cond_v"), b.condU = get("mlp.cond_u");
+  MlpWeights &mlp = b.mlp;
+  mlp.rows = c.mlpRows(), mlp.cols = c.mlpCols();
+  mlp.norm = get("mlp_norm");
+  mlp.w1a = get("mlp.w1a"), mlp.w2a = get("mlp.w2a"), mlp.w3a = get("mlp.w3a");
+  mlp.w1b = get("mlp.w1b"), mlp.w2b = get("mlp.w2b"), mlp.w3b = get("mlp.w3b");
+  mlp.d1 = get("mlp.d1"), mlp.d2 = get("mlp.d2"), mlp.b2 = get("mlp.b2"), mlp.d3 = get("mlp.d3");
+  mlp.d4 = get("mlp.d4");
+  mlp.condV = get("mlp.cond_v"), mlp.condU = get("mlp.cond_u");
+  mlp.p1 = mlpPermutation(m, 1), mlp.p2 = mlpPermutation(m, 2);
   b.phiPre = get("mhc.phi_pre"), b.phiPost = get("mhc.phi_post"), b.phiRes = get("mhc.phi_res");
   b.a = get("mhc.a"), b.bPre = get("mhc.b_pre"), b.bPost = get("mhc.b_post"), b.bRes = get("mhc.b_res");
   return b;
@@ -64,8 +73,6 @@ Weights::Weights(const Model &model, int64_t depth) : config(model.config) {
   }
   embed = model.floats("embed.weight");
   finalNorm = model.floats("final_norm");
-  p1 = mlpPermutation(model, 1);
-  p2 = mlpPermutation(model, 2);
   confidence = loadHead(model, "confidence", config.confidenceProbes, config.confidenceQueries, 1, headRows);
   embedding = loadHead(model, "embedding_head", config.embeddingProbes, config.embeddingQueries, config.embeddingDim,
                        headRows);

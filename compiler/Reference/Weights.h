@@ -13,7 +13,11 @@ namespace needle::reference {
 using Lanes = std::array<Vec, 4>;
 
 struct HeadWeights {
+  int64_t rows = 0;    // kept head rows: 1 + kept blocks
   int64_t probes = 0, queries = 0, outDim = 0;
+  int64_t dModel = 0;
+  float eps = 0;
+  int32_t pad = 0;     // token left out of the pooling
   Vec probeVectors; // [rows, probes, D] for the kept head rows
   Vec gain;         // [rows, probes]
   Vec query;        // [queries, D]
@@ -27,18 +31,26 @@ struct EngramWeights {
   Vec key, value, taps;
 };
 
+/// The Kronecker MLP of one block, with the shared permutations.
+struct MlpWeights {
+  int64_t rows = 0, cols = 0; // ba, bb
+  Vec norm;
+  Vec w1a, w2a, w3a, w1b, w2b, w3b;
+  Vec d1, d2, b2, d3, d4;
+  Vec condV, condU;
+  std::vector<int32_t> p1, p2;
+};
+
 struct BlockWeights {
   int64_t id = 0;      // block id in the model
-  bool global = false; // full causal attention
+  int64_t window = 0;  // attention window; 0 = global (every earlier position)
   int64_t site = -1;   // index into Weights::sites, or -1
-  Vec attnNorm, postAttnNorm, mlpNorm;
+  Vec attnNorm, postAttnNorm;
   Vec q, k, v, gate, o;
   Vec qTaps, kTaps, vTaps;
   Vec qNorm, kNorm;
   float attnGate = 0;
-  Vec w1a, w2a, w3a, w1b, w2b, w3b;
-  Vec d1, d2, b2, d3, d4;
-  Vec condV, condU;
+  MlpWeights mlp;
   Vec phiPre, phiPost, phiRes;
   Vec a, bPre, bPost, bRes;
 };
@@ -52,7 +64,6 @@ struct Weights {
   std::vector<EngramWeights> sites; // engram sites of kept blocks
   Vec embed;                        // [V, D]
   Vec finalNorm;
-  std::vector<int32_t> p1, p2;
   HeadWeights confidence, embedding;
 };
 
