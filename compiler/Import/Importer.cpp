@@ -103,7 +103,8 @@ Value Importer::engram(OpBuilder &b, int64_t source, Value u, Value token, Value
     rows = b.create<UnpadRowsOp>(loc_, vec(D), rows, i64(tables), i64(sub));
   Value key = project(b, weight(b, "engram.key", source), rows);
   Value value = project(b, weight(b, "engram.value", source), rows);
-  value = b.create<CausalTapsOp>(loc_, vec(D), value, weight(b, "engram.taps", source), i64(c_.engramDelta()));
+  Value taps = weight(b, "engram.taps", source);
+  value = b.create<CausalTapsOp>(loc_, vec(D), value, taps, i64(c_.engramDelta()));
   return b.create<EngramGateOp>(loc_, vec(D), u, key, value, eps());
 }
 
@@ -121,34 +122,48 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
   Value pre = project(b, w("mhc.phi_pre"), nx), post = project(b, w("mhc.phi_post"), nx);
   Value res = project(b, w("mhc.phi_res"), nx);
   auto mix4 = RankedTensorType::get({4, 4}, Float32Type::get(&ctx_));
-  auto gates = b.create<MhcGatesOp>(loc_, vec(4), vec(4), mix4, pre, post, res, w("mhc.a"), w("mhc.b_pre"),
-                                    w("mhc.b_post"), w("mhc.b_res"), i64(index));
+  // Weights are created one statement at a time: argument evaluation order is unspecified,
+  // and the printed IR must not depend on the compiler.
+  Value a = w("mhc.a"), bPre = w("mhc.b_pre"), bPost = w("mhc.b_post"), bRes = w("mhc.b_res");
+  auto gates = b.create<MhcGatesOp>(loc_, vec(4), vec(4), mix4, pre, post, res, a, bPre, bPost, bRes, i64(index));
   Value u = b.create<LaneReadOp>(loc_, vec(D), lanes, gates.getHPre());
   Value x = c_.engramSite(index) >= 0 ? engram(b, source, u, token, position) : u;
 
-  Value s = b.create<ZcNormOp>(loc_, vec(D), x, w("attn_norm"), i64(1), eps());
+  Value attnNorm = w("attn_norm");
+  Value s = b.create<ZcNormOp>(loc_, vec(D), x, attnNorm, i64(1), eps());
   Value q = project(b, w("attn.q"), s), k = project(b, w("attn.k"), s), v = project(b, w("attn.v"), s);
   Value gate = project(b, w("attn.gate"), s);
-  if (c_.qkvConvTaps > 0) {
-    q = b.create<CausalTapsOp>(loc_, q.getType(), q, w("attn.q_taps"), i64(1));
-    k = b.create<CausalTapsOp>(loc_, k.getType(), k, w("attn.k_taps"), i64(1));
-    v = b.create<CausalTapsOp>(loc_, v.getType(), v, w("attn.v_taps"), i64(1));
-  }
+  auto taps = [&](Value z, const char *leaf) {
+    Value weights = w(leaf);
+    return b.create<CausalTapsOp>(loc_, z.getType(), z, weights, i64(1)).getResult();
+  };
+  if (c_.qkvConvTaps > 0)
+    q = taps(q, "attn.q_taps"), k = taps(k, "attn.k_taps"), v = taps(v, "attn.v_taps");
   const FloatAttr theta = FloatAttr::get(Float64Type::get(&ctx_), c_.ropeTheta);
-  q = b.create<ZcNormOp>(loc_, q.getType(), q, w("attn.q_norm"), i64(c_.numHeads), eps());
-  q = b.create<RopeOp>(loc_, q.getType(), q, position, i64(c_.numHeads), theta);
-  k = b.create<ZcNormOp>(loc_, k.getType(), k, w("attn.k_norm"), i64(c_.numKvHeads), eps());
-  k = b.create<RopeOp>(loc_, k.getType(), k, position, i64(c_.numKvHeads), theta);
+  auto normAndRope = [&](Value z, const char *leaf, int64_t heads) {
+    Value norm = w(leaf);
+    z = b.create<ZcNormOp>(loc_, z.getType(), z, norm, i64(heads), eps());
+    return b.create<RopeOp>(loc_, z.getType(), z, position, i64(heads), theta).getResult();
+  };
+  q = normAndRope(q, "attn.q_norm", c_.numHeads);
+  k = normAndRope(k, "attn.k_norm", c_.numKvHeads);
   const int64_t window = c_.isGlobal(index) ? 0 : c_.slidingWindow;
   Value o = b.create<AttentionOp>(loc_, vec(c_.numHeads * c_.vHeadDim), q, k, v, i64(c_.numHeads),
                                   i64(c_.numKvHeads), i64(window));
   o = b.create<SigmoidGateOp>(loc_, o.getType(), o, gate);
-  Value a = project(b, w("attn.o"), o);
-  Value x1 = b.create<ResidualGateOp>(loc_, vec(D), x, a, w("post_attn_norm"), w("attn_gate"), eps());
-  Value mlp = b.create<KronMlpOp>(loc_, vec(D), x1, w("mlp_norm"), w("mlp.w1a"), w("mlp.w2a"), w("mlp.w3a"),
-                                  w("mlp.w1b"), w("mlp.w2b"), w("mlp.w3b"), w("mlp.d1"), w("mlp.d2"), w("mlp.b2"),
-                                  w("mlp.d3"), w("mlp.d4"), w("mlp.cond_v"), w("mlp.cond_u"), weight(b, "mlp.p1"),
-                                  weight(b, "mlp.p2"), eps());
+  Value update = project(b, w("attn.o"), o);
+  Value postNorm = w("post_attn_norm"), attnGate = w("attn_gate");
+  Value x1 = b.create<ResidualGateOp>(loc_, vec(D), x, update, postNorm, attnGate, eps());
+  SmallVector<Value> mlpWeights;
+  for (const char *leaf : {"mlp_norm", "mlp.w1a", "mlp.w2a", "mlp.w3a", "mlp.w1b", "mlp.w2b", "mlp.w3b", "mlp.d1",
+                           "mlp.d2", "mlp.b2", "mlp.d3", "mlp.d4", "mlp.cond_v", "mlp.cond_u"})
+    mlpWeights.push_back(w(leaf));
+  mlpWeights.push_back(weight(b, "mlp.p1"));
+  mlpWeights.push_back(weight(b, "mlp.p2"));
+  Value mlp = b.create<KronMlpOp>(loc_, vec(D), x1, mlpWeights[0], mlpWeights[1], mlpWeights[2], mlpWeights[3],
+                                  mlpWeights[4], mlpWeights[5], mlpWeights[6], mlpWeights[7], mlpWeights[8],
+                                  mlpWeights[9], mlpWeights[10], mlpWeights[11], mlpWeights[12], mlpWeights[13],
+                                  mlpWeights[14], mlpWeights[15], eps());
   Value y = b.create<BlockUpdateOp>(loc_, vec(D), x1, mlp, u);
   Value next = b.create<LaneWriteOp>(loc_, lanes.getType(), lanes, gates.getMix(), gates.getHPost(), y);
   Value cell = b.create<LaneMeanOp>(loc_, vec(D), next);
@@ -157,9 +172,10 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
 
 Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Value token, bool confidence) {
   const int64_t out = confidence ? 1 : c_.embeddingDim;
+  Value probes = weight(b, name + ".probes"), gain = weight(b, name + ".gain"), query = weight(b, name + ".query");
+  Value rowBias = weight(b, name + ".row_bias"), proj = weight(b, name + ".proj");
   Value bias = confidence ? weight(b, name + ".bias") : Value();
-  return b.create<HeadOp>(loc_, vec(out), cells, token, weight(b, name + ".probes"), weight(b, name + ".gain"),
-                          weight(b, name + ".query"), weight(b, name + ".row_bias"), weight(b, name + ".proj"),
+  return b.create<HeadOp>(loc_, vec(out), cells, token, probes, gain, query, rowBias, proj,
                           bias, b.getStringAttr(confidence ? "confidence" : "embedding"),
                           b.getDenseI64ArrayAttr(sources_), i64(c_.padTokenId), eps());
 }
@@ -200,8 +216,8 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
     lanes = block.getResult();
     cells.push_back(block.getCell());
   }
-  Value xf = b.create<ZcNormOp>(loc_, vec(D), b.create<LaneMeanOp>(loc_, vec(D), lanes), weight(b, "final_norm"),
-                                i64(1), eps());
+  Value mean = b.create<LaneMeanOp>(loc_, vec(D), lanes), finalNorm = weight(b, "final_norm");
+  Value xf = b.create<ZcNormOp>(loc_, vec(D), mean, finalNorm, i64(1), eps());
   Value logits = project(b, embed, xf);
   Value confidence = head(b, "confidence", cells, token, true);
   Value embedding = head(b, "embedding_head", cells, token, false);

@@ -6,8 +6,9 @@
 
 namespace needle {
 
-Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options) {
+Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options, bool *transformed) {
   Model model = loadModel(input);
+  const size_t steps = model.provenance.size(); // every transform records itself
   // Check the depth before the slow steps, so a bad --layers fails at once.
   if (options.layers)
     validateDepth(*options.layers, model.config.numLayers, input.string());
@@ -17,6 +18,8 @@ Model prepareModel(const std::filesystem::path &input, const PrepareOptions &opt
   quantizeModel(model, options.codebook);
   if (options.layers && *options.layers != model.config.numLayers)
     model = sliceModel(model, *options.layers, input.string());
+  if (transformed)
+    *transformed = model.provenance.size() != steps || input.extension() != ".needle";
   return model;
 }
 

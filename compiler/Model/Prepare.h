@@ -16,6 +16,7 @@ struct PrepareOptions {
   cq::CodebookKind codebook = cq::CodebookKind::Needle;
 };
 
-Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options);
+/// Sets *transformed when the result differs from the file's model (merged, quantized, sliced).
+Model prepareModel(const std::filesystem::path &input, const PrepareOptions &options, bool *transformed = nullptr);
 
 } // namespace needle

@@ -154,20 +154,28 @@ Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits,
   return result;
 }
 
-void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
-                    int64_t cols, int bits, std::span<const float> codebook, float *out) {
+void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
+                       int64_t cols, int bits, std::span<const float> codebook, float *out) {
   const int64_t padded = paddedCols(cols), groups = groupsPerRow(cols), rowBytes = packedRowBytes(cols, bits);
   std::vector<uint8_t> rowIndices(padded);
-  std::vector<float> row(padded);
-  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+  for (int64_t r = rowBegin; r < rowEnd; ++r, out += padded) {
     unpackIndices(indices + r * rowBytes, padded, bits, rowIndices.data());
     for (int64_t g = 0; g < groups; ++g) {
       const float norm = halfToFloat(norms[r * groups + g]);
-      float *group = row.data() + g * kGroup;
       for (int64_t i = 0; i < kGroup; ++i)
-        group[i] = codebook[rowIndices[g * kGroup + i]] * norm;
-      fwht(group, kGroup);
+        out[g * kGroup + i] = codebook[rowIndices[g * kGroup + i]] * norm;
     }
+  }
+}
+
+void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
+                    int64_t cols, int bits, std::span<const float> codebook, float *out) {
+  const int64_t padded = paddedCols(cols);
+  std::vector<float> row(padded);
+  for (int64_t r = rowBegin; r < rowEnd; ++r) {
+    decodeRotatedRows(indices, norms, r, r + 1, cols, bits, codebook, row.data());
+    for (int64_t g = 0; g < padded; g += kGroup)
+      fwht(row.data() + g, kGroup);
     std::copy(row.begin(), row.begin() + cols, out + (r - rowBegin) * cols);
   }
 }

@@ -89,6 +89,24 @@ Vec addEngram(const Vec &u, const Vec &key, const Vec &value, float eps) {
   return x;
 }
 
+Vec applyTaps(const Vec &current, const std::deque<Vec> &history, std::span<const float> taps, int64_t count,
+              int64_t stride) {
+  Vec out(current.size());
+  for (size_t e = 0; e < current.size(); ++e) {
+    double sum = static_cast<double>(taps[e]) * current[e];
+    for (int64_t i = 1; i < count && static_cast<size_t>(stride * i) <= history.size(); ++i)
+      sum += static_cast<double>(taps[i * current.size() + e]) * history[stride * i - 1][e];
+    out[e] = static_cast<float>(sum);
+  }
+  return out;
+}
+
+void remember(std::deque<Vec> &history, Vec value, size_t keep) {
+  history.push_front(std::move(value));
+  if (history.size() > keep)
+    history.pop_back();
+}
+
 Projections project(const Weights &w, const BlockWeights &b, const Vec &x) {
   const Config &c = w.config;
   Projections p;

@@ -7,6 +7,7 @@
 #include "Reference/Weights.h"
 
 #include <array>
+#include <deque>
 #include <span>
 
 namespace needle::reference {
@@ -35,6 +36,13 @@ Vec meanOfLanes(const Lanes &lanes);
 Vec engramRow(const Weights &w, const EngramWeights &site, std::span<const int32_t> tokens, int64_t t);
 /// x = u + sigmoid(<unit(u), unit(k)> / sqrt(D)) v.
 Vec addEngram(const Vec &u, const Vec &key, const Vec &value, float eps);
+
+/// Causal taps at one position: tap[0] * current + sum_{i >= 1} tap[i] * history[stride * i - 1],
+/// history newest first (terms before position 0 are simply not there).
+Vec applyTaps(const Vec &current, const std::deque<Vec> &history, std::span<const float> taps, int64_t count,
+              int64_t stride);
+/// Pushes `value` as the newest history entry, keeping at most `keep`.
+void remember(std::deque<Vec> &history, Vec value, size_t keep);
 
 /// s = zc(x; attn_norm) and its projections, before taps.
 struct Projections {

@@ -1,5 +1,8 @@
 // needle-run: runs the reference interpreter on a model and prints one JSON object (spec/cli.md).
+#include "Evaluate/Evaluator.h"
+#include "Import/Importer.h"
 #include "Model/Ladder.h"
+#include "Model/ModelFiles.h"
 #include "Model/Prepare.h"
 #include "Reference/Interpreter.h"
 #include "Support/CommandLine.h"
@@ -7,12 +10,17 @@
 #include "Support/Files.h"
 #include "Support/Json.h"
 
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/SourceMgr.h"
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <numeric>
 
+namespace fs = std::filesystem;
 using namespace needle;
 using namespace needle::reference;
 
@@ -62,8 +70,41 @@ std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
   return text + "}\n";
 }
 
+void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, double seconds = -1) {
+  if (auto path = cl.value("logits"))
+    writeFloats(*path, out.logits);
+  if (auto path = cl.value("embedding"))
+    writeFloats(*path, out.embedding);
+  std::fputs(report(out, seconds, tokens).c_str(), stdout);
+}
+
+/// Evaluates needle-dialect IR token by token with the weights file it names.
+Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens) {
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  llvm::SourceMgr sources;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  mlir::SourceMgrDiagnosticHandler handler(sources, &context, diagnosticStream);
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    fail("{}: cannot open: {}", path, buffer.getError().message());
+  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
+  if (!module || mlir::failed(mlir::verify(*module))) {
+    diagnosticStream.flush();
+    std::string first = diagnostics.substr(0, diagnostics.find('\n'));
+    fail("{}", first.empty() ? path + ": not valid needle IR" : first);
+  }
+  const Model weights = loadModel(moduleWeightsPath(*module, fs::path(path).parent_path()));
+  IrEvaluator evaluator(*module, weights);
+  for (int32_t token : tokens)
+    evaluator.feed(std::span(&token, 1));
+  return evaluator.outputs();
+}
+
 int run(int argc, char **argv) {
-  CommandLine cl("needle-run", "needle-run MODEL [--layers N] --tokens 1,2,3 [options]",
+  CommandLine cl("needle-run", "needle-run MODEL|FILE.mlir [--layers N] --tokens 1,2,3 [options]",
                  {{"layers", "N", "ladder depth to run (default: all blocks)"},
                   {"tokens", "IDS", "comma-separated token ids"},
                   {"logits", "FILE", "write the last position's logits as raw little-endian f32"},
@@ -79,6 +120,13 @@ int run(int argc, char **argv) {
     fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
   const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
+  if (fs::path(input).extension() == ".mlir") {
+    for (const char *flag : {"layers", "lora", "codebook"})
+      if (cl.has(flag))
+        fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
+    writeOutputs(cl, runIr(input, tokens), static_cast<int64_t>(tokens.size()));
+    return 0;
+  }
 
   PrepareOptions options; // the depth is run by the interpreter itself, not by slicing the file
   if (auto lora = cl.value("lora"))
@@ -101,11 +149,7 @@ int run(int argc, char **argv) {
   } else {
     out = runSequence(weights, tokens);
   }
-  if (auto path = cl.value("logits"))
-    writeFloats(*path, out.logits);
-  if (auto path = cl.value("embedding"))
-    writeFloats(*path, out.embedding);
-  std::fputs(report(out, cl.has("time") ? seconds : -1, static_cast<int64_t>(tokens.size())).c_str(), stdout);
+  writeOutputs(cl, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
   return 0;
 }
 

@@ -1,15 +1,22 @@
 // needlec: the ahead-of-time compiler driver (spec/cli.md). This build emits .needle models;
 // the MLIR pipeline and the backends arrive with later issues and say so until then.
+#include "Import/Importer.h"
+#include "Model/Ladder.h"
 #include "Model/ModelFiles.h"
 #include "Model/NeedleFile.h"
 #include "Model/Prepare.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 
 namespace fs = std::filesystem;
 using namespace needle;
@@ -34,6 +41,15 @@ void checkTarget(const std::string &target) {
     fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple", target);
 }
 
+void applyMaxSeq(const CommandLine &cl, Model &model, bool &transformed) {
+  if (std::optional<int64_t> maxSeq = cl.integer("max-seq")) {
+    if (*maxSeq < 1 || *maxSeq > model.config.maxSeqLen)
+      fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *maxSeq, model.config.maxSeqLen);
+    transformed = transformed || *maxSeq != model.config.maxSeqLen;
+    model.config.maxSeqLen = *maxSeq;
+  }
+}
+
 void printStats(const Model &model, uint64_t fileBytes) {
   uint64_t payload = 0, cqWeights = 0, cqBytes = 0;
   int cqTensors = 0;
@@ -54,30 +70,147 @@ void printStats(const Model &model, uint64_t fileBytes) {
   std::printf("container overhead: %.4f%%\n", 100.0 * (fileBytes - payload) / std::max<uint64_t>(payload, 1));
 }
 
+/// Online rotations before and after folding, and float weights left, for `model` at full depth.
+struct PipelineFigures {
+  int64_t rotationsBefore = 0, rotationsAfter = 0, dequantizedWeights = 0;
+};
+
+PipelineFigures runPipeline(mlir::ModuleOp module, std::optional<int64_t> depth, bool optimize) {
+  PipelineFigures figures;
+  auto run = [&](auto build) {
+    mlir::PassManager pm(module.getContext());
+    build(pm);
+    if (mlir::failed(pm.run(module)))
+      fail("the pass pipeline failed (see the diagnostics above)");
+  };
+  if (depth)
+    run([&](mlir::PassManager &pm) { pm.addPass(createSliceDepth(SliceDepthOptions{*depth})); });
+  figures.rotationsBefore = countOnlineRotations(module);
+  if (optimize)
+    run([&](mlir::PassManager &pm) { buildDefaultPipeline(pm, 0); });
+  figures.rotationsAfter = countOnlineRotations(module);
+  figures.dequantizedWeights = countDequantizedWeights(module);
+  return figures;
+}
+
+void printPipelineFigures(const PipelineFigures &f) {
+  std::printf("online rotations per token: %lld before folding, %lld after\n",
+              static_cast<long long>(f.rotationsBefore), static_cast<long long>(f.rotationsAfter));
+  std::printf("dequantized weight matrices: %lld\n", static_cast<long long>(f.dequantizedWeights));
+}
+
+/// Where the IR's weights live: the input itself when it is an unchanged .needle file, else a
+/// .needle written beside the IR. The IR names it relative to the IR's directory.
+struct WeightsPlan {
+  std::string reference;        // the needle.model attribute
+  std::optional<fs::path> write; // a file to write, when the model was transformed
+};
+
+WeightsPlan planWeights(const fs::path &input, const std::string &out, bool transformed) {
+  if (out == "-") {
+    if (transformed)
+      fail("-o -: the IR must name a weights file, but the model was merged, quantized or changed; "
+           "write the IR to a file (its weights go beside it) or start from a CQ .needle");
+    return {input.string(), std::nullopt};
+  }
+  fs::path outPath(out);
+  const fs::path directory = fs::absolute(outPath).parent_path();
+  if (!transformed)
+    return {fs::relative(fs::absolute(input), directory).string(), std::nullopt};
+  fs::path weights = outPath;
+  weights.replace_extension(".needle");
+  if (weights == outPath)
+    fail("-o {}: an IR file cannot end in .needle (its weights are written beside it as .needle)", out);
+  return {weights.filename().string(), weights};
+}
+
+void emitMlir(const CommandLine &cl, const std::string &input, const std::string &out, PrepareOptions options) {
+  const std::string passes = cl.value("passes").value_or("default");
+  if (passes != "default" && passes != "none")
+    fail("--passes: \"{}\" is not default or none", passes);
+  if (passes == "none" && cl.has("layers"))
+    fail("--layers: slicing is a pass; it needs --passes default");
+  const std::optional<int64_t> depth = options.layers;
+  options.layers.reset(); // the IR is imported whole and sliced by needle-slice-depth
+  bool transformed = false;
+  Model model = prepareModel(input, options, &transformed);
+  if (depth)
+    validateDepth(*depth, model.config.numLayers, input);
+  applyMaxSeq(cl, model, transformed);
+  const WeightsPlan weights = planWeights(input, out, transformed);
+
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, weights.reference);
+  const PipelineFigures figures = runPipeline(*module, depth, passes == "default");
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module->print(stream);
+  stream.flush();
+  if (out == "-") {
+    std::fputs(text.c_str(), stdout);
+  } else {
+    std::optional<PendingOutput> weightsOutput;
+    if (weights.write) {
+      weightsOutput.emplace(*weights.write, PendingOutput::Kind::File);
+      writeFile(weightsOutput->staging(), serializeNeedle(model));
+    }
+    PendingOutput output(out, PendingOutput::Kind::File);
+    writeFile(output.staging(), text);
+    if (weightsOutput)
+      weightsOutput->commit();
+    output.commit();
+  }
+  if (cl.has("stats"))
+    printPipelineFigures(figures);
+}
+
+void emitNeedle(const CommandLine &cl, const std::string &input, const std::string &out,
+                const PrepareOptions &options) {
+  if (cl.has("passes"))
+    fail("--passes: only meaningful with --emit mlir");
+  bool transformed = false;
+  Model model = prepareModel(input, options, &transformed);
+  applyMaxSeq(cl, model, transformed);
+  const std::vector<uint8_t> bytes = serializeNeedle(model);
+  PendingOutput output(out, PendingOutput::Kind::File);
+  writeFile(output.staging(), bytes);
+  output.commit();
+  if (cl.has("stats")) {
+    printStats(model, bytes.size());
+    if (model.tensor("embed.weight").storage == Tensor::Storage::CQ) {
+      mlir::MLIRContext context;
+      loadNeedleDialects(context);
+      mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, out);
+      printPipelineFigures(runPipeline(*module, std::nullopt, true));
+    }
+  }
+}
+
 int run(int argc, char **argv) {
   CommandLine cl("needlec", "needlec MODEL [options] -o OUT",
                  {{"layers", "N", "ladder depth to compile (default: all blocks)"},
                   {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
                   {"emit", "KIND", "obj (default), cpp, needle, mlir or llvm"},
+                  {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
                   {"name", "NAME", "C symbol prefix (default needle_model)"},
                   {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
                   {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
                   {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
-                  {"stats", "", "print figures about the compiled model"},
-                  {"o", "OUT", "output path"}});
+                  {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
+                  {"o", "OUT", "output path (- for stdout with --emit mlir)"}});
   if (!cl.parse(argc, argv))
     return 0;
   const std::string input = cl.onlyPositional("MODEL");
   const std::string emit = cl.value("emit").value_or("obj");
-  if (emit == "obj" || emit == "cpp" || emit == "mlir" || emit == "llvm")
-    fail("--emit {}: not implemented yet in this build (it comes with the MLIR pipeline and backends); "
-         "--emit needle works",
+  if (emit == "obj" || emit == "cpp" || emit == "llvm")
+    fail("--emit {}: not implemented yet in this build (it comes with the backends); "
+         "--emit needle and --emit mlir work",
          emit);
-  if (emit != "needle")
+  if (emit != "needle" && emit != "mlir")
     fail("--emit: \"{}\" is not obj, cpp, needle, mlir or llvm", emit);
   checkTarget(cl.value("target").value_or("host"));
   checkName(cl.value("name").value_or("needle_model"));
-  const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   const std::string out = cl.value("o").value_or("");
   if (out.empty())
     fail("-o: missing; say where to write the output");
@@ -86,19 +219,11 @@ int run(int argc, char **argv) {
   options.layers = cl.integer("layers");
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
-  options.codebook = codebook;
-  Model model = prepareModel(input, options);
-  if (std::optional<int64_t> maxSeq = cl.integer("max-seq")) {
-    if (*maxSeq < 1 || *maxSeq > model.config.maxSeqLen)
-      fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *maxSeq, model.config.maxSeqLen);
-    model.config.maxSeqLen = *maxSeq;
-  }
-  const std::vector<uint8_t> bytes = serializeNeedle(model);
-  PendingOutput output(out, PendingOutput::Kind::File);
-  writeFile(output.staging(), bytes);
-  output.commit();
-  if (cl.has("stats"))
-    printStats(model, bytes.size());
+  options.codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
+  if (emit == "mlir")
+    emitMlir(cl, input, out, options);
+  else
+    emitNeedle(cl, input, out, options);
   return 0;
 }
 

@@ -125,8 +125,9 @@ LogicalResult WeightOp::verify() {
   CHECK(verifyStatic(*this));
   if (getName().empty())
     return emitOpError("needs a weight name");
-  if (getBlock() && *getBlock() < 0)
-    return emitOpError("block must be non-negative, got ") << *getBlock();
+  // I64Attr getters are unsigned; the signed value is what was written.
+  if (getBlockAttr() && getBlockAttr().getInt() < 0)
+    return emitOpError("block must be non-negative, got ") << getBlockAttr().getInt();
   return success();
 }
 
@@ -195,9 +196,9 @@ LogicalResult EngramGatherOp::verify() {
   for (int64_t order : getOrders())
     CHECK(expectPositive(*this, order, "every order"));
   CHECK(expectPositive(*this, getHeads(), "heads"));
-  if (type.getShape()[0] != static_cast<int64_t>(getOrders().size()) * getHeads())
-    return emitOpError("has ") << type.getShape()[0] << " tables, orders x heads is "
-                               << getOrders().size() * getHeads();
+  const int64_t tables = static_cast<int64_t>(getOrders().size()) * static_cast<int64_t>(getHeads());
+  if (type.getShape()[0] != tables)
+    return emitOpError("has ") << type.getShape()[0] << " tables, orders x heads is " << tables;
   return expectLength(*this, getResult(), type.getShape()[0] * type.getPaddedCols(), "result");
 }
 
@@ -205,7 +206,8 @@ LogicalResult UnpadRowsOp::verify() {
   CHECK(verifyStatic(*this));
   CHECK(expectPositive(*this, getRows(), "rows"));
   CHECK(expectPositive(*this, getWidth(), "width"));
-  if (length(getInput()) % getRows() || length(getInput()) / getRows() < getWidth())
+  const int64_t rows = static_cast<int64_t>(getRows()), width = static_cast<int64_t>(getWidth());
+  if (length(getInput()) % rows || length(getInput()) / rows < width)
     return emitOpError("input of length ") << length(getInput()) << " is not " << getRows()
                                            << " rows of at least " << getWidth();
   return expectLength(*this, getResult(), getRows() * getWidth(), "result");
@@ -251,8 +253,8 @@ LogicalResult MhcGatesOp::verify() {
   CHECK(expectLength(*this, getHPre(), 4, "h_pre"));
   CHECK(expectLength(*this, getHPost(), 4, "h_post"));
   CHECK(expectShape(*this, getMix(), {4, 4}, "mix"));
-  if (getPosition() < 0)
-    return emitOpError("position must be non-negative, got ") << getPosition();
+  if (getPositionAttr().getInt() < 0)
+    return emitOpError("position must be non-negative, got ") << getPositionAttr().getInt();
   return success();
 }
 
@@ -323,8 +325,8 @@ LogicalResult AttentionOp::verify() {
   CHECK(expectPositive(*this, getKvHeads(), "kv_heads"));
   if (getHeads() % getKvHeads())
     return emitOpError("kv_heads ") << getKvHeads() << " does not divide heads " << getHeads();
-  if (getWindow() < 0)
-    return emitOpError("window must be non-negative, got ") << getWindow();
+  if (getWindowAttr().getInt() < 0)
+    return emitOpError("window must be non-negative, got ") << getWindowAttr().getInt();
   if (length(getQuery()) % getHeads() || length(getValue()) % getKvHeads())
     return emitOpError("query and value must split evenly into heads");
   const int64_t headDim = length(getQuery()) / getHeads(), valueDim = length(getValue()) / getKvHeads();
@@ -381,9 +383,9 @@ LogicalResult BlockUpdateOp::verify() {
 LogicalResult BlockOp::verify() {
   CHECK(verifyStatic(*this));
   CHECK(verifyLanes(*this, getLanes()));
-  if (getId() < 0 || getSource() < 0)
+  if (getIdAttr().getInt() < 0 || getSourceAttr().getInt() < 0)
     return emitOpError("id and source must be non-negative");
-  if (getEngramSite() && *getEngramSite() < 0)
+  if (getEngramSiteAttr() && getEngramSiteAttr().getInt() < 0)
     return emitOpError("engram_site must be non-negative");
   if (getResult().getType() != getLanes().getType())
     return emitOpError("must yield lanes of the input's type");
@@ -414,7 +416,7 @@ LogicalResult HeadOp::verify() {
   const int64_t rows = probes[0], count = probes[1], d = probes[2];
   for (Value cell : getCells())
     CHECK(expectLength(*this, cell, d, "every cell"));
-  for (int64_t block : getBlocks())
+  for (int64_t block : getBlocks()) // DenseI64ArrayAttr is signed
     if (block < 0 || block + 1 >= rows)
       return emitOpError("block ") << block << " has no head row (probes has " << rows << " rows)";
   CHECK(expectShape(*this, getGain(), {rows, count}, "gain"));

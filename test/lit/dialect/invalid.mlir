@@ -1,0 +1,390 @@
+// Every verifier rejects bad IR with a precise message.
+// RUN: needle-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{CQ bits must be 2, 3 or 4, got 5}}
+func.func @bits(%w: !needle.cq<5, 128, [4, 128]>) { return }
+
+// -----
+
+// expected-error @+1 {{CQ group must be a power of two >= 8, got 100}}
+func.func @group(%w: !needle.cq<2, 100, [4, 128]>) { return }
+
+// -----
+
+// expected-error @+1 {{CQ dimensions must be positive}}
+func.func @dims(%w: !needle.cq<2, 128, [0, 128]>) { return }
+
+// -----
+
+func.func @weight_name() {
+  // expected-error @+1 {{needs a weight name}}
+  %w = needle.weight "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_block() {
+  // expected-error @+1 {{block must be non-negative, got -2}}
+  %w = needle.weight "attn_norm" block -2 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dequant(%w: !needle.cq<2, 128, [6, 100]>) {
+  // expected-error @+1 {{result has shape [6, 100], expected [6, 128]}}
+  %d = needle.cq_dequant %w : (!needle.cq<2, 128, [6, 100]>) -> tensor<6x100xf32>
+  return
+}
+
+// -----
+
+func.func @matmul(%m: tensor<6x128xf32>, %x: tensor<100xf32>) {
+  // expected-error @+1 {{input has length 100, expected 128}}
+  %y = needle.matmul %m, %x : (tensor<6x128xf32>, tensor<100xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @cq_matmul_unrotated(%w: !needle.cq<2, 128, [6, 100]>, %x: tensor<100xf32>) {
+  // expected-error @+1 {{input (rotated, padded to whole groups) has length 100, expected 128}}
+  %y = needle.cq_matmul %w, %x : (!needle.cq<2, 128, [6, 100]>, tensor<100xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @cq_matmul_rows(%w: !needle.cq<2, 128, [6, 128]>, %x: tensor<128xf32>) {
+  // expected-error @+1 {{result has length 5, expected 6}}
+  %y = needle.cq_matmul %w, %x : (!needle.cq<2, 128, [6, 128]>, tensor<128xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @cq_matmul_table(%w: !needle.cq<2, 128, [2, 6, 128]>, %x: tensor<128xf32>) {
+  // expected-error @+1 {{weight must be a CQ matrix}}
+  %y = needle.cq_matmul %w, %x : (!needle.cq<2, 128, [2, 6, 128]>, tensor<128xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @hadamard_group(%x: tensor<128xf32>) {
+  // expected-error @+1 {{group must be a power of two, got 96}}
+  %r = needle.hadamard %x {group = 96} : (tensor<128xf32>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @hadamard_padding(%x: tensor<100xf32>) {
+  // expected-error @+1 {{result has length 100, expected 128}}
+  %r = needle.hadamard %x {group = 128} : (tensor<100xf32>) -> tensor<100xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?xf32>) {
+  // expected-error @+1 {{needs static shapes, got 'tensor<?xf32>'}}
+  %r = needle.hadamard %x {group = 128} : (tensor<?xf32>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @gather(%w: !needle.cq<4, 128, [256, 64]>, %t: i32) {
+  // expected-error @+1 {{result has length 64, expected 128}}
+  %r = needle.cq_gather %w, %t : (!needle.cq<4, 128, [256, 64]>, i32) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @engram_tables(%w: !needle.cq<2, 128, [3, 64, 128]>, %t: i32) {
+  // expected-error @+1 {{has 3 tables, orders x heads is 2}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [3, 64, 128]>, i32, i32) -> tensor<384xf32>
+  return
+}
+
+// -----
+
+func.func @engram_order(%w: !needle.cq<2, 128, [2, 64, 128]>, %t: i32) {
+  // expected-error @+1 {{every order must be positive, got 0}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 0, 3>, heads = 1} : (!needle.cq<2, 128, [2, 64, 128]>, i32, i32) -> tensor<256xf32>
+  return
+}
+
+// -----
+
+func.func @engram_rank(%w: !needle.cq<2, 128, [64, 128]>, %t: i32) {
+  // expected-error @+1 {{tables must be [tables, slots, sub_dim]}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 2>, heads = 1} : (!needle.cq<2, 128, [64, 128]>, i32, i32) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @unpad(%x: tensor<256xf32>) {
+  // expected-error @+1 {{input of length 256 is not 3 rows of at least 64}}
+  %r = needle.unpad_rows %x {rows = 3, width = 64} : (tensor<256xf32>) -> tensor<192xf32>
+  return
+}
+
+// -----
+
+func.func @lanes(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{lanes must be [4, d_model], got 'tensor<3x8xf32>'}}
+  %r = needle.lane_mean %x : (tensor<3x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @lanes_init(%x: tensor<8xf32>) {
+  // expected-error @+1 {{result has shape [4, 4], expected [4, 8]}}
+  %r = needle.lanes_init %x : (tensor<8xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @lane_norm(%l: tensor<4x8xf32>) {
+  // expected-error @+1 {{result has length 8, expected 32}}
+  %r = needle.lane_norm %l {eps = 1.0e-6 : f32} : (tensor<4x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @mhc(%p: tensor<4xf32>, %r: tensor<12xf32>, %a: tensor<3xf32>, %b: tensor<4x4xf32>) {
+  // expected-error @+1 {{res has length 12, expected 16}}
+  %0:3 = needle.mhc_gates %p, %p, %r, %a, %p, %p, %b {position = 0} : (tensor<4xf32>, tensor<4xf32>, tensor<12xf32>, tensor<3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @mhc_position(%p: tensor<4xf32>, %r: tensor<16xf32>, %a: tensor<3xf32>, %b: tensor<4x4xf32>) {
+  // expected-error @+1 {{position must be non-negative, got -1}}
+  %0:3 = needle.mhc_gates %p, %p, %r, %a, %p, %p, %b {position = -1} : (tensor<4xf32>, tensor<4xf32>, tensor<16xf32>, tensor<3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>)
+  return
+}
+
+// -----
+
+func.func @lane_read(%l: tensor<4x8xf32>, %h: tensor<3xf32>) {
+  // expected-error @+1 {{h_pre has length 3, expected 4}}
+  %r = needle.lane_read %l, %h : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @lane_write(%l: tensor<4x8xf32>, %m: tensor<4x4xf32>, %h: tensor<4xf32>, %y: tensor<6xf32>) {
+  // expected-error @+1 {{update has length 6, expected 8}}
+  %r = needle.lane_write %l, %m, %h, %y : (tensor<4x8xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<6xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @engram_gate(%u: tensor<8xf32>, %k: tensor<6xf32>) {
+  // expected-error @+1 {{key has length 6, expected 8}}
+  %r = needle.engram_gate %u, %k, %u {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<6xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @taps(%x: tensor<8xf32>, %t: tensor<3x6xf32>) {
+  // expected-error @+1 {{input has length 8, expected 6}}
+  %r = needle.causal_taps %x, %t {stride = 1} : (tensor<8xf32>, tensor<3x6xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @taps_stride(%x: tensor<8xf32>, %t: tensor<3x8xf32>) {
+  // expected-error @+1 {{stride must be positive, got 0}}
+  %r = needle.causal_taps %x, %t {stride = 0} : (tensor<8xf32>, tensor<3x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @zc_heads(%x: tensor<10xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{input of length 10 does not split into 3 heads}}
+  %r = needle.zc_norm %x, %s {heads = 3, eps = 1.0e-6 : f32} : (tensor<10xf32>, tensor<3xf32>) -> tensor<10xf32>
+  return
+}
+
+// -----
+
+func.func @zc_scale(%x: tensor<12xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{scale has length 3, expected 12}}
+  %r = needle.zc_norm %x, %s {heads = 1, eps = 1.0e-6 : f32} : (tensor<12xf32>, tensor<3xf32>) -> tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @rope(%x: tensor<12xf32>, %p: i32) {
+  // expected-error @+1 {{input of length 12 does not split into 4 heads of even size}}
+  %r = needle.rope %x, %p {heads = 4, theta = 10000.0 : f64} : (tensor<12xf32>, i32) -> tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<8xf32>, %p: i32) {
+  // expected-error @+1 {{theta must be positive}}
+  %r = needle.rope %x, %p {heads = 2, theta = 0.0 : f64} : (tensor<8xf32>, i32) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_kv(%q: tensor<12xf32>, %k: tensor<8xf32>) {
+  // expected-error @+1 {{kv_heads 2 does not divide heads 3}}
+  %r = needle.attention %q, %k, %k {heads = 3, kv_heads = 2, window = 0} : (tensor<12xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key(%q: tensor<16xf32>, %k: tensor<6xf32>, %v: tensor<8xf32>) {
+  // expected-error @+1 {{key has length 6, expected 8}}
+  %r = needle.attention %q, %k, %v {heads = 4, kv_heads = 2, window = 0} : (tensor<16xf32>, tensor<6xf32>, tensor<8xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_window(%q: tensor<16xf32>, %k: tensor<8xf32>) {
+  // expected-error @+1 {{window must be non-negative, got -4}}
+  %r = needle.attention %q, %k, %k {heads = 4, kv_heads = 2, window = -4} : (tensor<16xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @sigmoid_gate(%x: tensor<8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gate has length 4, expected 8}}
+  %r = needle.sigmoid_gate %x, %g : (tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @residual_gate(%x: tensor<8xf32>, %g: tensor<2xf32>) {
+  // expected-error @+1 {{gate has length 2, expected 1}}
+  %r = needle.residual_gate %x, %x, %x, %g {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @mlp_factors(%x: tensor<6xf32>, %wa: tensor<2x2xf32>, %wb: tensor<2x2xf32>, %d: tensor<8xf32>, %cv: tensor<6x8xf32>, %cu: tensor<8x8xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{factors 2 x 2 do not multiply to the MLP width 8}}
+  %m = needle.kron_mlp %x, %x, %wa, %wa, %wa, %wb, %wb, %wb, %d, %d, %d, %d, %d, %cv, %cu, %p, %p {eps = 1.0e-6 : f32} : (tensor<6xf32>, tensor<6xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<6x8xf32>, tensor<8x8xf32>, tensor<8xi32>, tensor<8xi32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @mlp_width(%x: tensor<6xf32>, %wa: tensor<2x2xf32>, %wb: tensor<3x3xf32>, %d: tensor<6xf32>, %cv: tensor<6x8xf32>, %cu: tensor<8x6xf32>, %p: tensor<6xi32>) {
+  // expected-error @+1 {{MLP width 6 must be a power of two >= d_model 6}}
+  %m = needle.kron_mlp %x, %x, %wa, %wa, %wa, %wb, %wb, %wb, %d, %d, %d, %d, %d, %cv, %cu, %p, %p {eps = 1.0e-6 : f32} : (tensor<6xf32>, tensor<6xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6x8xf32>, tensor<8x6xf32>, tensor<6xi32>, tensor<6xi32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @mlp_cond(%x: tensor<6xf32>, %wa: tensor<2x2xf32>, %wb: tensor<4x4xf32>, %d: tensor<8xf32>, %cv: tensor<6x4xf32>, %cu: tensor<8x8xf32>, %p: tensor<8xi32>) {
+  // expected-error @+1 {{cond_v has shape [6, 4], expected [6, 8]}}
+  %m = needle.kron_mlp %x, %x, %wa, %wa, %wa, %wb, %wb, %wb, %d, %d, %d, %d, %d, %cv, %cu, %p, %p {eps = 1.0e-6 : f32} : (tensor<6xf32>, tensor<6xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<6x4xf32>, tensor<8x8xf32>, tensor<8xi32>, tensor<8xi32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @block_update(%x: tensor<8xf32>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{u has length 4, expected 8}}
+  %r = needle.block_update %x, %x, %u : (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @block_ids(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{id and source must be non-negative}}
+  %l2, %c = needle.block %l, %t, %t {id = -1, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @block_args(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{body must take (lanes, token, position) of the op's operand types}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside(%l: tensor<4x8xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{expects parent op 'needle.block'}}
+  needle.yield %l, %c : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+func.func @head_kind(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
+  // expected-error @+1 {{kind must be "confidence" or "embedding", got "router"}}
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "router", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @head_cells(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
+  // expected-error @+1 {{has 1 cells for 1 blocks; expected x0 and one cell per block}}
+  %r = needle.head(%x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @head_row(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
+  // expected-error @+1 {{block 1 has no head row (probes has 2 rows)}}
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", blocks = array<i64: 1>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @head_bias(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>) {
+  // expected-error @+1 {{confidence needs a bias}}
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "confidence", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @head_gain(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x3xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<3x16xf32>) {
+  // expected-error @+1 {{gain has shape [2, 3], expected [2, 2]}}
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  return
+}
