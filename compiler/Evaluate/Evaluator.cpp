@@ -87,12 +87,25 @@ struct IrEvaluator::Impl {
     return model.tensor(tensorName(op));
   }
 
+  /// A head tensor's rows for x0 and the given source blocks.
+  Vec headRows(WeightOp op) {
+    const std::string name = tensorName(op);
+    std::vector<int64_t> rows = {0};
+    for (int64_t source : op.getRowsAttr().asArrayRef()) {
+      auto it = std::find(sources.begin(), sources.end(), source);
+      if (it == sources.end())
+        fail("weight \"{}\": the model file has no head row for source block {}", name, source);
+      rows.push_back(it - sources.begin() + 1);
+    }
+    return selectRows(model.floats(name), model.tensor(name).shape, headRowAxis(name), rows);
+  }
+
   /// Float values of a weight or an activation.
   const Vec &in(Value v) {
     if (auto op = v.getDefiningOp<WeightOp>()) {
       auto [it, inserted] = floatWeights.try_emplace(op);
       if (inserted)
-        it->second = model.floats(tensorName(op));
+        it->second = op.getRows() ? headRows(op) : model.floats(tensorName(op));
       return it->second;
     }
     auto it = env.find(v);
@@ -174,22 +187,14 @@ Vec IrEvaluator::Impl::head(HeadOp op) {
   OpState &s = state[op];
   if (!s.pool) {
     HeadWeights &h = s.head;
-    std::vector<int64_t> rows = {0};
-    for (int64_t source : op.getBlocks()) {
-      auto it = std::find(sources.begin(), sources.end(), source);
-      if (it == sources.end())
-        fail("needle.head: the model file has no source block {}", source);
-      rows.push_back(it - sources.begin() + 1);
-    }
     auto shape = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
-    h.rows = static_cast<int64_t>(rows.size());
-    h.probes = shape(op.getProbes())[1], h.queries = shape(op.getQuery())[0];
+    h.rows = shape(op.getProbes())[0], h.probes = shape(op.getProbes())[1], h.queries = shape(op.getQuery())[0];
     h.outDim = shape(op.getProj())[0], h.dModel = shape(op.getProbes())[2];
     h.eps = op.getEps().convertToFloat(), h.pad = static_cast<int32_t>(op.getPad());
-    h.probeVectors = selectRows(in(op.getProbes()), shape(op.getProbes()), 0, rows);
-    h.gain = selectRows(in(op.getGain()), shape(op.getGain()), 0, rows);
+    h.probeVectors = in(op.getProbes());
+    h.gain = in(op.getGain());
     h.query = in(op.getQuery());
-    h.rowBias = selectRows(in(op.getRowBias()), shape(op.getRowBias()), 1, rows);
+    h.rowBias = in(op.getRowBias());
     h.proj = in(op.getProj());
     if (op.getBias())
       h.bias = in(op.getBias());
@@ -235,7 +240,7 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
         const Vec &x = in(op.getInput());
         const int64_t padded = lengthOf(op.getInput()) / op.getRows();
         Vec out;
-        for (int64_t r = 0; r < op.getRows(); ++r)
+        for (int64_t r = 0; r < static_cast<int64_t>(op.getRows()); ++r)
           out.insert(out.end(), x.begin() + r * padded, x.begin() + r * padded + op.getWidth());
         set(op.getResult(), std::move(out));
       })
@@ -289,7 +294,7 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
         const Vec &x = in(op.getInput()), &scale = in(op.getScale());
         const size_t d = x.size() / op.getHeads();
         Vec out;
-        for (int64_t h = 0; h < op.getHeads(); ++h) {
+        for (int64_t h = 0; h < static_cast<int64_t>(op.getHeads()); ++h) {
           const Vec part = zc(std::span(x.data() + h * d, d), scale, op.getEps().convertToFloat());
           out.insert(out.end(), part.begin(), part.end());
         }
@@ -298,7 +303,7 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
       .Case([&](RopeOp op) {
         Vec x = in(op.getInput());
         const size_t d = x.size() / op.getHeads();
-        for (int64_t h = 0; h < op.getHeads(); ++h)
+        for (int64_t h = 0; h < static_cast<int64_t>(op.getHeads()); ++h)
           rope(std::span(x.data() + h * d, d), scalars.lookup(op.getPosition()), op.getTheta().convertToDouble());
         set(op.getResult(), std::move(x));
       })

@@ -1,5 +1,6 @@
 #include "Import/Importer.h"
 
+#include "Model/Layout.h"
 #include "Needle/IR/NeedleDialect.h"
 #include "Support/Error.h"
 
@@ -40,6 +41,8 @@ private:
   /// The model tensor behind (leaf, source block).
   const Tensor &tensorFor(const std::string &leaf, std::optional<int64_t> source) const;
   Value weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source = std::nullopt);
+  /// A head tensor restricted to the head rows of x0 and every block.
+  Value headWeight(OpBuilder &b, const std::string &name);
   /// W x for a CQ weight: hadamard, dequant, matmul (fused and folded by the passes); a float
   /// weight is a plain matmul.
   Value project(OpBuilder &b, Value w, Value x);
@@ -70,7 +73,7 @@ const Tensor &Importer::tensorFor(const std::string &leaf, std::optional<int64_t
 Value Importer::weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source) {
   if ((leaf == "mlp.p1" || leaf == "mlp.p2") && !model_.tensors.count(leaf)) // Needle's default draw
     return b.create<WeightOp>(loc_, RankedTensorType::get({c_.mlpWidth()}, IntegerType::get(&ctx_, 32)),
-                              b.getStringAttr(leaf), IntegerAttr());
+                              b.getStringAttr(leaf), IntegerAttr(), DenseI64ArrayAttr());
   const Tensor &t = tensorFor(leaf, source);
   Type type;
   if (t.storage == Tensor::Storage::CQ)
@@ -79,7 +82,15 @@ Value Importer::weight(OpBuilder &b, const std::string &leaf, std::optional<int6
     type = RankedTensorType::get(t.shape, IntegerType::get(&ctx_, 32));
   else
     type = RankedTensorType::get(t.shape, Float32Type::get(&ctx_));
-  return b.create<WeightOp>(loc_, type, b.getStringAttr(leaf), source ? i64(*source) : IntegerAttr());
+  return b.create<WeightOp>(loc_, type, b.getStringAttr(leaf), source ? i64(*source) : IntegerAttr(),
+                            DenseI64ArrayAttr());
+}
+
+Value Importer::headWeight(OpBuilder &b, const std::string &name) {
+  std::vector<int64_t> shape = model_.tensor(name).shape;
+  shape[headRowAxis(name)] = static_cast<int64_t>(sources_.size()) + 1;
+  return b.create<WeightOp>(loc_, RankedTensorType::get(shape, Float32Type::get(&ctx_)), b.getStringAttr(name),
+                            IntegerAttr(), b.getDenseI64ArrayAttr(sources_));
 }
 
 Value Importer::project(OpBuilder &b, Value w, Value x) {
@@ -172,12 +183,12 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
 
 Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Value token, bool confidence) {
   const int64_t out = confidence ? 1 : c_.embeddingDim;
-  Value probes = weight(b, name + ".probes"), gain = weight(b, name + ".gain"), query = weight(b, name + ".query");
-  Value rowBias = weight(b, name + ".row_bias"), proj = weight(b, name + ".proj");
+  Value probes = headWeight(b, name + ".probes"), gain = headWeight(b, name + ".gain");
+  Value query = weight(b, name + ".query"), rowBias = headWeight(b, name + ".row_bias");
+  Value proj = weight(b, name + ".proj");
   Value bias = confidence ? weight(b, name + ".bias") : Value();
   return b.create<HeadOp>(loc_, vec(out), cells, token, probes, gain, query, rowBias, proj,
-                          bias, b.getStringAttr(confidence ? "confidence" : "embedding"),
-                          b.getDenseI64ArrayAttr(sources_), i64(c_.padTokenId), eps());
+                          bias, b.getStringAttr(confidence ? "confidence" : "embedding"), i64(c_.padTokenId), eps());
 }
 
 OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {

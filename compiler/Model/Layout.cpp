@@ -28,6 +28,8 @@ std::vector<float> selectRows(const std::vector<float> &values, const std::vecto
   return out;
 }
 
+size_t headRowAxis(std::string_view name) { return name.ends_with(".row_bias") ? 1 : 0; }
+
 namespace {
 
 void addHead(std::vector<TensorSpec> &specs, const Config &c, const std::string &head, int64_t probes,

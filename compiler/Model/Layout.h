@@ -5,6 +5,7 @@
 #include "Model/Config.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace needle {
@@ -23,6 +24,9 @@ std::vector<TensorSpec> modelLayout(const Config &config);
 /// Keeps `rows` (in order) along `axis` of a row-major tensor of `shape`.
 std::vector<float> selectRows(const std::vector<float> &values, const std::vector<int64_t> &shape, size_t axis,
                               const std::vector<int64_t> &rows);
+
+/// The head-row axis of a head tensor: 1 for `*.row_bias` [Q, rows, K], 0 for probes and gain.
+size_t headRowAxis(std::string_view name);
 
 /// "[a, b, c]".
 std::string shapeString(const std::vector<int64_t> &shape);

@@ -70,10 +70,8 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
     } else if (auto [site, leaf] = ownedBy(name, "engram."); site >= 0) {
       if (newSite[site] >= 0)
         slice.tensors[fmt::format("engram.{}.{}", newSite[site], leaf)] = t;
-    } else if (name.ends_with(".probes") || name.ends_with(".gain")) {
-      slice.tensors[name] = selectHeadRows(t, 0, headRows);
-    } else if (name.ends_with(".row_bias")) {
-      slice.tensors[name] = selectHeadRows(t, 1, headRows);
+    } else if (name.ends_with(".probes") || name.ends_with(".gain") || name.ends_with(".row_bias")) {
+      slice.tensors[name] = selectHeadRows(t, headRowAxis(name), headRows);
     } else {
       slice.tensors[name] = t;
     }

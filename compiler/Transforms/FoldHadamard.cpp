@@ -33,13 +33,11 @@ void shareRotations(Block &block) {
 struct FoldHadamardPass : needle::impl::FoldHadamardBase<FoldHadamardPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    rotationsBefore = needle::countOnlineRotations(module);
     module.walk([](Block *block) { shareRotations(*block); });
     // H·H = I and rotations of constants are HadamardOp's folder; the driver also erases the
     // rotations (and decodes) that no longer have users.
     if (failed(applyPatternsAndFoldGreedily(module, RewritePatternSet(&getContext()))))
       return signalPassFailure();
-    rotationsAfter = needle::countOnlineRotations(module);
   }
 };
 

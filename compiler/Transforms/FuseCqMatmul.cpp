@@ -28,7 +28,6 @@ struct FuseDequantIntoMatmul : OpRewritePattern<MatmulOp> {
 
 struct FuseCqMatmulPass : needle::impl::FuseCqMatmulBase<FuseCqMatmulPass> {
   void runOnOperation() override {
-    getOperation().walk([&](MatmulOp op) { fused += static_cast<bool>(op.getMatrix().getDefiningOp<CqDequantOp>()); });
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseDequantIntoMatmul>(&getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))

@@ -23,13 +23,9 @@ def FoldHadamard : Pass<"needle-fold-hadamard", "mlir::ModuleOp"> {
     Every CQ matmul reads its input rotated per group of 128. This pass shares one rotation
     among all ops rotating the same value (q/k/v/gate read s; the three Φ read nx), cancels
     rotate-then-rotate (H·H = I: a decoded engram row fed to the key/value matmuls needs no
-    transform at all), and rotates constants at compile time. Statistics: rotations per token
-    before and after.
+    transform at all), and rotates constants at compile time. `needlec --stats` reports the
+    rotations per token before and after.
   }];
-  let statistics = [
-    Statistic<"rotationsBefore", "rotations-before", "Online rotations per token before folding">,
-    Statistic<"rotationsAfter", "rotations-after", "Online rotations per token after folding">,
-  ];
   let dependentDialects = ["::needle::ir::NeedleDialect"];
 }
 
@@ -39,7 +35,6 @@ def FuseCqMatmul : Pass<"needle-fuse-cq-matmul", "mlir::ModuleOp"> {
     Rewrites `matmul(cq_dequant(w), x)` into `cq_matmul(w, x)`, which reads the packed
     indices and norms directly: after it no float weight matrix is materialized.
   }];
-  let statistics = [Statistic<"fused", "fused", "Matmuls fused with their dequantization">];
   let dependentDialects = ["::needle::ir::NeedleDialect"];
 }
 

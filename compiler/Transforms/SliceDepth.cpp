@@ -1,5 +1,6 @@
 // needle-slice-depth: the IR version of ladder slicing (Passes.td).
 #include "Model/Ladder.h"
+#include "Model/Layout.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,23 +16,31 @@ using namespace needle::ir;
 
 namespace {
 
-/// Rebuilds a head without the cells of dropped blocks (and their entries in `blocks`).
+/// Rebuilds a head without the cells of dropped blocks.
 void dropCells(HeadOp head, const llvm::DenseSet<Operation *> &dropped) {
-  SmallVector<Value> cells = {head.getCells().front()};
-  SmallVector<int64_t> blocks;
-  for (auto [cell, block] : llvm::zip(head.getCells().drop_front(), head.getBlocks())) {
-    if (dropped.contains(cell.getDefiningOp()))
-      continue;
-    cells.push_back(cell);
-    blocks.push_back(block);
-  }
+  SmallVector<Value> cells;
+  for (Value cell : head.getCells())
+    if (!dropped.contains(cell.getDefiningOp()))
+      cells.push_back(cell);
   OpBuilder b(head);
   auto rebuilt = b.create<HeadOp>(head.getLoc(), head.getType(), cells, head.getToken(), head.getProbes(),
                                   head.getGain(), head.getQuery(), head.getRowBias(), head.getProj(), head.getBias(),
-                                  head.getKindAttr(), b.getDenseI64ArrayAttr(blocks), head.getPadAttr(),
-                                  head.getEpsAttr());
+                                  head.getKindAttr(), head.getPadAttr(), head.getEpsAttr());
   head.replaceAllUsesWith(rebuilt.getResult());
   head.erase();
+}
+
+/// Keeps only the head rows of kept source blocks (x0's row always stays).
+void dropHeadRows(WeightOp weight, const llvm::DenseSet<int64_t> &keptSources) {
+  SmallVector<int64_t> rows;
+  for (int64_t source : weight.getRowsAttr().asArrayRef())
+    if (keptSources.contains(source))
+      rows.push_back(source);
+  auto type = cast<RankedTensorType>(weight.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[needle::headRowAxis(weight.getName())] = static_cast<int64_t>(rows.size()) + 1;
+  weight.setRowsAttr(DenseI64ArrayAttr::get(weight.getContext(), rows));
+  weight.getResult().setType(RankedTensorType::get(shape, type.getElementType()));
 }
 
 struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
@@ -47,7 +56,7 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
     const std::vector<int64_t> order(orderAttr.asArrayRef().begin(), orderAttr.asArrayRef().end());
     const int64_t layers = static_cast<int64_t>(order.size());
     if (depth != layers && (depth < 2 || depth > layers)) {
-      module.emitError("needle-slice-depth: depth ") << depth << " is outside 2.." << layers;
+      module.emitError("needle-slice-depth: depth ") << static_cast<int64_t>(depth) << " is outside 2.." << layers;
       return signalPassFailure();
     }
     const std::vector<int64_t> kept = needle::keptBlocks(order, depth);
@@ -58,7 +67,7 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
     llvm::DenseSet<Operation *> dropped;
     SmallVector<BlockOp> blocks;
     module.walk([&](BlockOp block) {
-      if (block.getId() >= layers) {
+      if (static_cast<int64_t>(block.getId()) >= layers) {
         block.emitOpError("id ") << block.getId() << " is outside the ladder order of " << layers << " blocks";
         return signalPassFailure();
       }
@@ -66,10 +75,18 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
       if (newIndex[block.getId()] < 0)
         dropped.insert(block);
     });
+    llvm::DenseSet<int64_t> keptSources;
+    for (BlockOp block : blocks)
+      if (!dropped.contains(block))
+        keptSources.insert(static_cast<int64_t>(block.getSource()));
     SmallVector<HeadOp> heads;
     module.walk([&](HeadOp head) { heads.push_back(head); });
     for (HeadOp head : heads)
       dropCells(head, dropped);
+    module.walk([&](WeightOp weight) {
+      if (weight.getRows())
+        dropHeadRows(weight, keptSources);
+    });
 
     OpBuilder b(module.getContext());
     int64_t site = 0;

@@ -98,8 +98,7 @@ Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens) {
   }
   const Model weights = loadModel(moduleWeightsPath(*module, fs::path(path).parent_path()));
   IrEvaluator evaluator(*module, weights);
-  for (int32_t token : tokens)
-    evaluator.feed(std::span(&token, 1));
+  evaluator.feed(tokens);
   return evaluator.outputs();
 }
 

@@ -146,6 +146,7 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
   std::string text;
   llvm::raw_string_ostream stream(text);
   module->print(stream);
+  stream << "\n"; // as needle-opt prints it, so the two compare as text
   stream.flush();
   if (out == "-") {
     std::fputs(text.c_str(), stdout);

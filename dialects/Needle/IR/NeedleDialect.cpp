@@ -128,6 +128,10 @@ LogicalResult WeightOp::verify() {
   // I64Attr getters are unsigned; the signed value is what was written.
   if (getBlockAttr() && getBlockAttr().getInt() < 0)
     return emitOpError("block must be non-negative, got ") << getBlockAttr().getInt();
+  if (getRows())
+    for (int64_t row : getRowsAttr().asArrayRef())
+      if (row < 0)
+        return emitOpError("rows must be non-negative source block ids, got ") << row;
   return success();
 }
 
@@ -407,18 +411,15 @@ LogicalResult HeadOp::verify() {
   CHECK(verifyStatic(*this));
   if (getKind() != "confidence" && getKind() != "embedding")
     return emitOpError("kind must be \"confidence\" or \"embedding\", got \"") << getKind() << "\"";
-  if (getCells().size() != getBlocks().size() + 1)
-    return emitOpError("has ") << getCells().size() << " cells for " << getBlocks().size()
-                               << " blocks; expected x0 and one cell per block";
   ArrayRef<int64_t> probes = shapeOf(getProbes());
   if (probes.size() != 3)
     return emitOpError("probes must be [rows, probes, d_model]");
   const int64_t rows = probes[0], count = probes[1], d = probes[2];
+  if (static_cast<int64_t>(getCells().size()) != rows)
+    return emitOpError("has ") << getCells().size() << " cells but " << rows
+                               << " head rows; each cell (x0, then one per block) needs its row";
   for (Value cell : getCells())
     CHECK(expectLength(*this, cell, d, "every cell"));
-  for (int64_t block : getBlocks()) // DenseI64ArrayAttr is signed
-    if (block < 0 || block + 1 >= rows)
-      return emitOpError("block ") << block << " has no head row (probes has " << rows << " rows)";
   CHECK(expectShape(*this, getGain(), {rows, count}, "gain"));
   const int64_t queries = shapeOf(getQuery())[0];
   CHECK(expectShape(*this, getQuery(), {queries, d}, "query"));

@@ -36,13 +36,16 @@ def Needle_WeightOp : Needle_Op<"weight", [Pure]> {
     Names a tensor of the model file (module attribute `needle.model`) by its leaf name and,
     for block and engram tensors, the source block that owns it (the block id of the original,
     unsliced model), so the IR of a slice and the IR of the sliced file name the same weights.
+    A head tensor (probes, gain, row_bias) takes only the head rows of `rows`: x0's row, then
+    the row of each listed source block.
 
         %q = needle.weight "attn.q" block 9 : !needle.cq<2, 128, [576, 768]>
         %e = needle.weight "embed.weight" : !needle.cq<4, 128, [8192, 768]>
+        %p = needle.weight "confidence.probes" rows [0, 19] : tensor<3x4x768xf32>
   }];
-  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$block);
+  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$block, OptionalAttr<DenseI64ArrayAttr>:$rows);
   let results = (outs Needle_Weight:$result);
-  let assemblyFormat = "$name (`block` $block^)? attr-dict `:` type($result)";
+  let assemblyFormat = "$name (`block` $block^)? (`rows` $rows^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
@@ -287,14 +290,14 @@ def Needle_HeadOp : Needle_StatefulOp<"head", [AttrSizedOperandSegments]> {
   let description = [{
     Pools the cells [x0, cell of each kept block] over every position whose token is not
     `pad` (online softmax over positions, kept as state), then mixes the probes by the
-    queries (spec/model.md, Heads). `blocks` are the source blocks of the cells after x0;
-    they pick the head rows of the probes, gains and row biases. kind = "confidence"
-    gives σ(proj·pooled + bias) [1]; "embedding" gives p / sqrt(Σp² + 1e-12).
+    queries (spec/model.md, Heads). The probes, gains and row biases hold one head row per
+    cell (see `needle.weight` rows). kind = "confidence" gives σ(proj·pooled + bias) [1];
+    "embedding" gives p / sqrt(Σp² + 1e-12).
   }];
   let arguments = (ins Variadic<Needle_Vector>:$cells, I32:$token, RankedTensorOf<[F32]>:$probes,
                        Needle_Matrix:$gain, Needle_Matrix:$query, RankedTensorOf<[F32]>:$row_bias,
-                       Needle_Matrix:$proj, Optional<Needle_Vector>:$bias, StrAttr:$kind,
-                       DenseI64ArrayAttr:$blocks, I64Attr:$pad, F32Attr:$eps);
+                       Needle_Matrix:$proj, Optional<Needle_Vector>:$bias, StrAttr:$kind, I64Attr:$pad,
+                       F32Attr:$eps);
   let results = (outs Needle_Vector:$result);
   let assemblyFormat = [{
     `(` $cells `)` `token` $token `weights` `(` $probes `,` $gain `,` $query `,` $row_bias `,` $proj

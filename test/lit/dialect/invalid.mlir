@@ -24,6 +24,14 @@ func.func @weight_name() {
 
 // -----
 
+func.func @weight_rows() {
+  // expected-error @+1 {{rows must be non-negative source block ids, got -1}}
+  %w = needle.weight "confidence.gain" rows [3, -1] : tensor<3x2xf32>
+  return
+}
+
+// -----
+
 func.func @weight_block() {
   // expected-error @+1 {{block must be non-negative, got -2}}
   %w = needle.weight "attn_norm" block -2 : tensor<4xf32>
@@ -353,23 +361,23 @@ func.func @yield_outside(%l: tensor<4x8xf32>, %c: tensor<8xf32>) {
 
 func.func @head_kind(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
   // expected-error @+1 {{kind must be "confidence" or "embedding", got "router"}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "router", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "router", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
 // -----
 
 func.func @head_cells(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
-  // expected-error @+1 {{has 1 cells for 1 blocks; expected x0 and one cell per block}}
-  %r = needle.head(%x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  // expected-error @+1 {{has 1 cells but 2 head rows; each cell (x0, then one per block) needs its row}}
+  %r = needle.head(%x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
 // -----
 
-func.func @head_row(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
-  // expected-error @+1 {{block 1 has no head row (probes has 2 rows)}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", blocks = array<i64: 1>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+func.func @head_rows(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
+  // expected-error @+1 {{has 3 cells but 2 head rows; each cell (x0, then one per block) needs its row}}
+  %r = needle.head(%x, %x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
@@ -377,7 +385,7 @@ func.func @head_row(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tens
 
 func.func @head_bias(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>) {
   // expected-error @+1 {{confidence needs a bias}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "confidence", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>) -> tensor<1xf32>
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>) -> tensor<1xf32>
   return
 }
 
@@ -385,6 +393,6 @@ func.func @head_bias(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: ten
 
 func.func @head_gain(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x3xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<3x16xf32>) {
   // expected-error @+1 {{gain has shape [2, 3], expected [2, 2]}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", blocks = array<i64: 0>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return
 }

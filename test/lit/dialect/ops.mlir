@@ -91,16 +91,17 @@ func.func @structure(%l: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf3
     %c = needle.lane_mean %lanes : (tensor<4x8xf32>) -> tensor<8xf32>
     needle.yield %lanes, %c : tensor<4x8xf32>, tensor<8xf32>
   }
-  %probes = needle.weight "confidence.probes" : tensor<9x2x8xf32>
-  %gain = needle.weight "confidence.gain" : tensor<9x2xf32>
+  // CHECK: needle.weight "confidence.probes" rows [7] : tensor<2x2x8xf32>
+  %probes = needle.weight "confidence.probes" rows [7] : tensor<2x2x8xf32>
+  %gain = needle.weight "confidence.gain" rows [7] : tensor<2x2xf32>
   %query = needle.weight "confidence.query" : tensor<2x8xf32>
-  %bias = needle.weight "confidence.row_bias" : tensor<2x9x2xf32>
+  %bias = needle.weight "confidence.row_bias" rows [7] : tensor<2x2x2xf32>
   %proj = needle.weight "confidence.proj" : tensor<1x16xf32>
   %b = needle.weight "confidence.bias" : tensor<1xf32>
   %eproj = needle.weight "embedding_head.proj" : tensor<3x16xf32>
-  // CHECK: needle.head(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {blocks = array<i64: 7>, eps = 9.99999997E-7 : f32, kind = "confidence", pad = 0 : i64}
-  %conf = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {kind = "confidence", blocks = array<i64: 7>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<9x2x8xf32>, tensor<9x2xf32>, tensor<2x8xf32>, tensor<2x9x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  // CHECK: needle.head(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {eps = 9.99999997E-7 : f32, kind = "confidence", pad = 0 : i64}
+  %conf = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   // CHECK: needle.head(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}kind = "embedding"
-  %emb = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %eproj) {kind = "embedding", blocks = array<i64: 7>, pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<9x2x8xf32>, tensor<9x2xf32>, tensor<2x8xf32>, tensor<2x9x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  %emb = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %eproj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return %conf, %emb : tensor<1xf32>, tensor<3xf32>
 }
