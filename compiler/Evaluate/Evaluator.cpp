@@ -12,6 +12,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
+#include <unordered_map>
 
 namespace fs = std::filesystem;
 using namespace mlir;
@@ -108,7 +109,7 @@ struct IrEvaluator::Impl {
         it->second = op.getRows() ? headRows(op) : model.floats(tensorName(op));
       return it->second;
     }
-    auto it = env.find(v);
+    auto it = env.find(v.getAsOpaquePointer());
     if (it == env.end())
       fail("internal: value used before it was computed");
     return it->second;
@@ -144,15 +145,16 @@ struct IrEvaluator::Impl {
   Vec engramGather(EngramGatherOp op);
   Vec head(HeadOp op);
 
-  void set(Value v, Vec value) { env[v] = std::move(value); }
+  void set(Value v, Vec value) { env[v.getAsOpaquePointer()] = std::move(value); }
 
+  // Node-based maps: in() hands out references that must survive later insertions.
   const Model &model;
   std::vector<int64_t> sources;
   func::FuncOp step;
-  llvm::DenseMap<Operation *, Vec> floatWeights, rotatedWeights;
-  llvm::DenseMap<Operation *, std::vector<int32_t>> intWeights;
-  llvm::DenseMap<Operation *, OpState> state;
-  llvm::DenseMap<Value, Vec> env;
+  std::unordered_map<Operation *, Vec> floatWeights, rotatedWeights;
+  std::unordered_map<Operation *, std::vector<int32_t>> intWeights;
+  std::unordered_map<Operation *, OpState> state;
+  std::unordered_map<void *, Vec> env; // by Value::getAsOpaquePointer()
   llvm::DenseMap<Value, int64_t> scalars; // token and position
   std::vector<int32_t> tokens;
   Outputs last;

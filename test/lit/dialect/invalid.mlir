@@ -396,3 +396,124 @@ func.func @head_gain(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: ten
   %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @gather_rank(%w: !needle.cq<4, 128, [2, 256, 128]>, %t: i32) {
+  // expected-error @+1 {{table must be a CQ matrix}}
+  %r = needle.cq_gather %w, %t : (!needle.cq<4, 128, [2, 256, 128]>, i32) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @engram_no_orders(%w: !needle.cq<2, 128, [2, 64, 128]>, %t: i32) {
+  // expected-error @+1 {{needs at least one order}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64>, heads = 1} : (!needle.cq<2, 128, [2, 64, 128]>, i32, i32) -> tensor<256xf32>
+  return
+}
+
+// -----
+
+func.func @engram_heads(%w: !needle.cq<2, 128, [2, 64, 128]>, %t: i32) {
+  // expected-error @+1 {{heads must be positive, got 0}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 2, 3>, heads = 0} : (!needle.cq<2, 128, [2, 64, 128]>, i32, i32) -> tensor<256xf32>
+  return
+}
+
+// -----
+
+func.func @engram_result(%w: !needle.cq<2, 128, [2, 64, 64]>, %t: i32) {
+  // expected-error @+1 {{result has length 128, expected 256}}
+  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [2, 64, 64]>, i32, i32) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @unpad_rows(%x: tensor<256xf32>) {
+  // expected-error @+1 {{rows must be positive, got 0}}
+  %r = needle.unpad_rows %x {rows = 0, width = 64} : (tensor<256xf32>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @scale(%x: tensor<8xf32>) {
+  // expected-error @+1 {{result has length 4, expected 8}}
+  %r = needle.scale %x {factor = 2.0 : f32} : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%m: tensor<6x8xf32>, %x: tensor<8xf32>) {
+  // expected-error @+1 {{result has length 5, expected 6}}
+  %y = needle.matmul %m, %x : (tensor<6x8xf32>, tensor<8xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @attention_split(%q: tensor<15xf32>, %k: tensor<8xf32>) {
+  // expected-error @+1 {{query and value must split evenly into heads}}
+  %r = needle.attention %q, %k, %k {heads = 4, kv_heads = 2, window = 0} : (tensor<15xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @block_site(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{engram_site must be non-negative}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false, engram_site = -1} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @block_result(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{must yield lanes of the input's type}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x6xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @block_terminator(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{body must end in needle.yield}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    func.return
+  }
+  return
+}
+
+// -----
+
+func.func @block_yield(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{body yields types that differ from the op's results}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_norm %a {eps = 1.0e-6 : f32} : (tensor<4x8xf32>) -> tensor<32xf32>
+    %n = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    %w = needle.lanes_init %m : (tensor<32xf32>) -> tensor<4x32xf32>
+    needle.yield %w, %n : tensor<4x32xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @head_probes(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<3x16xf32>) {
+  // expected-error @+1 {{probes must be [rows, probes, d_model]}}
+  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  return
+}
