@@ -1,0 +1,141 @@
+// needle-bench: what needlec's numbers are made of, measured (Google Benchmark).
+//   - memory bandwidth of this machine: the roofline every decode is held against;
+//   - reference-interpreter decode at depths 2, 8 and 20 of the needle3 preset, with the bytes a
+//     compiled model must stream per token and the tokens/s that bandwidth would allow;
+//   - CQ quantization throughput, and compile time (import + pipeline, slicing + writing).
+// Timing lives here, never in pass/fail tests. Run: build/test/bench/needle-bench
+#include "Import/Importer.h"
+#include "Model/Config.h"
+#include "Model/Ladder.h"
+#include "Model/NeedleFile.h"
+#include "Model/Synth.h"
+#include "Model/Transforms.h"
+#include "Reference/Interpreter.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+
+using namespace needle;
+
+namespace {
+
+/// The needle3 preset, synthesized and quantized once (about 8 s).
+const Model &needle3() {
+  static const Model model = [] {
+    Model m = synthesizeModel(presetConfig("needle3"), 1, SynthInit::Spread);
+    quantizeModel(m, cq::CodebookKind::Needle);
+    return m;
+  }();
+  return model;
+}
+
+/// Bytes a compiled model streams per decoded token at `depth`: every kept weight once, except
+/// the engram tables, of which it gathers one row per table.
+double streamedBytesPerToken(const Model &model, int64_t depth) {
+  const Model slice = depth == model.config.numLayers ? model : sliceModel(model, depth, "bench");
+  double bytes = 0;
+  for (const auto &[name, t] : slice.tensors) {
+    if (name.ends_with(".tables"))
+      bytes += static_cast<double>(t.storedBytes()) / slice.config.engramSlots;
+    else
+      bytes += static_cast<double>(t.storedBytes());
+  }
+  return bytes;
+}
+
+double measuredBandwidth = 0; // bytes/s, set by BM_MemoryBandwidth
+
+void BM_MemoryBandwidth(benchmark::State &state) {
+  const size_t bytes = size_t{512} << 20;
+  std::vector<uint8_t> source(bytes, 1), target(bytes, 0);
+  for (auto _ : state) {
+    std::memcpy(target.data(), source.data(), bytes);
+    benchmark::DoNotOptimize(target.data());
+    benchmark::ClobberMemory();
+  }
+  // A copy reads and writes every byte.
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * bytes);
+  state.counters["bytes/s"] = benchmark::Counter(2.0 * bytes * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void BM_ReferenceDecode(benchmark::State &state) {
+  const int64_t depth = state.range(0);
+  const Model &model = needle3();
+  const reference::Weights weights(model, depth);
+  const int tokensPerIteration = 8;
+  for (auto _ : state) {
+    reference::Session session(weights);
+    for (int i = 0; i < tokensPerIteration; ++i) {
+      const int32_t token = 17 + 1000 * i;
+      session.feed(std::span(&token, 1));
+    }
+    benchmark::DoNotOptimize(session.outputs().confidence);
+  }
+  const double tokens = static_cast<double>(state.iterations()) * tokensPerIteration;
+  const double bytes = streamedBytesPerToken(model, depth);
+  state.counters["tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["CQ bytes/token"] = bytes;
+  // The memory-bandwidth roofline of a compiled model streaming CQ weights.
+  state.counters["roofline tokens/s"] = measuredBandwidth > 0 ? measuredBandwidth / bytes : 0;
+}
+
+void BM_QuantizeCq2(benchmark::State &state) {
+  const int64_t rows = 768, cols = 768;
+  const std::vector<float> w = randomNormals(1, "bench", rows * cols, 0.02);
+  const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(cq::quantize(w, rows, cols, 2, book, "bench"));
+  state.counters["weights/s"] = benchmark::Counter(static_cast<double>(rows * cols) * state.iterations(),
+                                                   benchmark::Counter::kIsRate);
+}
+
+void BM_CompileImportAndPipeline(benchmark::State &state) {
+  const Model &model = needle3();
+  for (auto _ : state) {
+    mlir::MLIRContext context;
+    loadNeedleDialects(context);
+    mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, "needle3.needle");
+    mlir::PassManager pm(&context);
+    buildDefaultPipeline(pm, state.range(0));
+    if (mlir::failed(pm.run(*module)))
+      state.SkipWithError("pipeline failed");
+  }
+}
+
+void BM_CompileSliceAndWrite(benchmark::State &state) {
+  const Model &model = needle3();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(serializeNeedle(sliceModel(model, state.range(0), "bench")).size());
+}
+
+BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompileSliceAndWrite)->Arg(8)->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  // Bandwidth first, so the decode benchmarks can report their roofline.
+  struct Capture : benchmark::ConsoleReporter {
+    void ReportRuns(const std::vector<Run> &runs) override {
+      for (const Run &run : runs)
+        if (run.benchmark_name().starts_with("BM_MemoryBandwidth") && run.counters.count("bytes/s"))
+          measuredBandwidth = run.counters.at("bytes/s");
+      ConsoleReporter::ReportRuns(runs);
+    }
+  } reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
