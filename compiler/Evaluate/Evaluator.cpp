@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -63,29 +64,75 @@ struct IrEvaluator::Impl {
     step = module.lookupSymbol<func::FuncOp>("step");
     if (!step)
       fail("the module has no func.func @step");
+    checkSignature();
+    checkCodebooks(module);
   }
 
-  // ---- Weights: resolved once per needle.weight op ----
+  /// @step(token: i32, position: i32) -> (logits [V], confidence [1], embedding [E]).
+  void checkSignature() {
+    const Config &c = model.config;
+    auto vec = [&](int64_t n) { return RankedTensorType::get({n}, Float32Type::get(step.getContext())); };
+    auto i32 = IntegerType::get(step.getContext(), 32);
+    auto expected = FunctionType::get(step.getContext(), {i32, i32}, {vec(c.vocabSize), vec(1), vec(c.embeddingDim)});
+    if (step.getFunctionType() != expected)
+      fail("@step has type {}, but the model file needs {}", typeText(step.getFunctionType()), typeText(expected));
+  }
+
+  /// The module's codebooks are the ones the weights file holds.
+  void checkCodebooks(ModuleOp module) const {
+    auto books = module->getAttrOfType<DictionaryAttr>(kCodebooksAttr);
+    for (const auto &[bits, values] : model.codebooks) {
+      auto book = books ? books.getAs<DenseF32ArrayAttr>(fmt::format("cq{}", bits)) : DenseF32ArrayAttr();
+      if (!book || book.asArrayRef() != ArrayRef<float>(values))
+        fail("{}: the {}-bit codebook differs from the weights file's; the IR was made for other weights",
+             kCodebooksAttr, bits);
+    }
+  }
+
+  static std::string typeText(Type type) {
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    stream << type;
+    return stream.str();
+  }
+
+  // ---- Weights: resolved and checked once per needle.weight op ----
 
   std::string tensorName(WeightOp op) const {
     const std::string leaf = op.getName().str();
-    if (!op.getBlock())
-      return leaf;
-    const int64_t source = *op.getBlock();
-    auto it = std::find(sources.begin(), sources.end(), source);
-    if (it == sources.end())
-      fail("weight \"{}\" of block {}: the model file has no such source block", leaf, source);
-    const int64_t index = it - sources.begin();
-    if (leaf.starts_with("engram."))
-      return fmt::format("engram.{}.{}", model.config.engramSite(index), leaf.substr(7));
-    return fmt::format("blocks.{}.{}", index, leaf);
+    return op.getBlockAttr() ? sourceTensorName(model.config, leaf, op.getBlockAttr().getInt()) : leaf;
+  }
+
+  /// The file tensor behind `op`, after checking the IR's type against it.
+  const Tensor &checkedTensor(WeightOp op) {
+    const std::string name = tensorName(op);
+    const Tensor &t = model.tensor(name);
+    if (checked.insert(op).second) {
+      std::vector<int64_t> shape = t.shape;
+      if (op.getRowsAttr())
+        shape[headRowAxis(name)] = static_cast<int64_t>(op.getRowsAttr().size()) + 1;
+      bool ok;
+      if (auto cq = dyn_cast<CqType>(op.getType())) {
+        ok = t.storage == Tensor::Storage::CQ && static_cast<int>(cq.getBits()) == t.bits &&
+             cq.getGroup() == cq::kGroup && cq.getShape() == ArrayRef<int64_t>(shape);
+      } else {
+        auto tensor = cast<RankedTensorType>(op.getType());
+        const bool isInt = tensor.getElementType().isInteger(32);
+        ok = tensor.getShape() == ArrayRef<int64_t>(shape) && isInt == (t.storage == Tensor::Storage::I32);
+      }
+      if (!ok)
+        fail("weight \"{}\": the IR says {}, the model file holds {} {}", name, typeText(op.getType()),
+             t.storage == Tensor::Storage::CQ ? fmt::format("CQ{}", t.bits) : std::string("float"),
+             shapeString(shape));
+    }
+    return t;
   }
 
   const Tensor &tensorOf(Value v) {
     auto op = v.getDefiningOp<WeightOp>();
     if (!op)
       fail("a CQ value must come from needle.weight");
-    return model.tensor(tensorName(op));
+    return checkedTensor(op);
   }
 
   /// A head tensor's rows for x0 and the given source blocks.
@@ -98,7 +145,7 @@ struct IrEvaluator::Impl {
         fail("weight \"{}\": the model file has no head row for source block {}", name, source);
       rows.push_back(it - sources.begin() + 1);
     }
-    return selectRows(model.floats(name), model.tensor(name).shape, headRowAxis(name), rows);
+    return selectRows(model.floats(name), checkedTensor(op).shape, headRowAxis(name), rows);
   }
 
   /// Float values of a weight or an activation.
@@ -106,7 +153,7 @@ struct IrEvaluator::Impl {
     if (auto op = v.getDefiningOp<WeightOp>()) {
       auto [it, inserted] = floatWeights.try_emplace(op);
       if (inserted)
-        it->second = op.getRows() ? headRows(op) : model.floats(tensorName(op));
+        it->second = op.getRows() ? headRows(op) : (checkedTensor(op), model.floats(tensorName(op)));
       return it->second;
     }
     auto it = env.find(v.getAsOpaquePointer());
@@ -120,7 +167,11 @@ struct IrEvaluator::Impl {
     auto [it, inserted] = intWeights.try_emplace(op);
     if (inserted) {
       const std::string name = tensorName(op);
-      it->second = model.tensors.count(name) ? model.tensor(name).ints : mlpPermutation(model, name == "mlp.p1" ? 1 : 2);
+      const bool defaultDraw = (name == "mlp.p1" || name == "mlp.p2") && !model.tensors.count(name);
+      it->second = defaultDraw ? mlpPermutation(model, name == "mlp.p1" ? 1 : 2) : checkedTensor(op).ints;
+      if (static_cast<int64_t>(it->second.size()) != cast<RankedTensorType>(op.getType()).getDimSize(0))
+        fail("weight \"{}\": the IR says {}, the permutation has {} entries", name, typeText(op.getType()),
+             it->second.size());
     }
     return it->second;
   }
@@ -156,6 +207,7 @@ struct IrEvaluator::Impl {
   std::unordered_map<Operation *, OpState> state;
   std::unordered_map<void *, Vec> env; // by Value::getAsOpaquePointer()
   llvm::DenseMap<Value, int64_t> scalars; // token and position
+  llvm::DenseSet<Operation *> checked;     // weights whose IR type matches the file
   std::vector<int32_t> tokens;
   Outputs last;
 };
@@ -170,6 +222,8 @@ Vec IrEvaluator::Impl::engramGather(EngramGatherOp op) {
   const Vec &rows = rotated(op.getTables());
   const int64_t slots = tables.shape[1], padded = cq::paddedCols(tables.cols());
   const int64_t t = scalars.lookup(op.getPosition()), heads = op.getHeads();
+  if (t < 0 || t >= static_cast<int64_t>(tokens.size()))
+    fail("needle.engram_gather: position {} is not a position fed so far", t);
   Vec out(lengthOf(op.getResult()), 0.0f);
   for (size_t oi = 0; oi < op.getOrders().size(); ++oi) {
     const int64_t order = op.getOrders()[oi];
@@ -217,7 +271,9 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
   llvm::TypeSwitch<Operation *>(&operation)
       .Case([&](WeightOp) {}) // read lazily by the ops that use them
       .Case([&](arith::ConstantOp op) {
-        auto dense = cast<DenseElementsAttr>(op.getValue());
+        auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+        if (!dense || !dense.getElementType().isF32())
+          fail("needle-run evaluates only f32 tensor constants, not {}", typeText(op.getType()));
         set(op.getResult(), Vec(dense.getValues<float>().begin(), dense.getValues<float>().end()));
       })
       .Case([&](CqDequantOp op) { set(op.getResult(), rotated(op.getWeight())); })
@@ -235,6 +291,8 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
       .Case([&](CqGatherOp op) {
         const Vec &rows = rotated(op.getTable());
         const int64_t width = lengthOf(op.getResult()), index = scalars.lookup(op.getIndex());
+        if (index < 0 || index >= tensorOf(op.getTable()).rows())
+          fail("needle.cq_gather: row {} is outside the table's {} rows", index, tensorOf(op.getTable()).rows());
         set(op.getResult(), Vec(rows.begin() + index * width, rows.begin() + (index + 1) * width));
       })
       .Case([&](EngramGatherOp op) { set(op.getResult(), engramGather(op)); })
@@ -360,12 +418,7 @@ IrEvaluator::IrEvaluator(ModuleOp module, const Model &weights) : impl_(std::mak
 IrEvaluator::~IrEvaluator() = default;
 
 void IrEvaluator::feed(std::span<const int32_t> tokens) {
-  const Config &c = impl_->model.config;
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= c.vocabSize)
-      fail("--tokens: token {} (at index {}) is outside 0..{}", tokens[i], i, c.vocabSize - 1);
-  if (impl_->tokens.size() + tokens.size() > static_cast<size_t>(c.maxSeqLen))
-    fail("--tokens: {} tokens exceed max_seq_len {}", impl_->tokens.size() + tokens.size(), c.maxSeqLen);
+  checkTokens(impl_->model.config, tokens, static_cast<int64_t>(impl_->tokens.size()));
   Block &entry = impl_->step.getBody().front();
   for (int32_t token : tokens) {
     impl_->scalars[entry.getArgument(0)] = token;
@@ -380,12 +433,7 @@ void IrEvaluator::feed(std::span<const int32_t> tokens) {
 Outputs IrEvaluator::outputs() const {
   if (!impl_->tokens.empty())
     return impl_->last;
-  const Config &c = impl_->model.config;
-  Outputs out;
-  out.logits.assign(c.vocabSize, 0.0f);
-  out.embedding.assign(c.embeddingDim, 0.0f);
-  out.confidence = sigmoid(impl_->model.floats("confidence.bias")[0]);
-  return out;
+  return outputsBeforeAnyToken(impl_->model.config, impl_->model.floats("confidence.bias")[0]);
 }
 
 } // namespace needle

@@ -62,12 +62,7 @@ private:
 };
 
 const Tensor &Importer::tensorFor(const std::string &leaf, std::optional<int64_t> source) const {
-  if (!source)
-    return model_.tensor(leaf);
-  const int64_t index = std::find(sources_.begin(), sources_.end(), *source) - sources_.begin();
-  if (leaf.starts_with("engram."))
-    return model_.tensor(fmt::format("engram.{}.{}", c_.engramSite(index), leaf.substr(7)));
-  return model_.tensor(fmt::format("blocks.{}.{}", index, leaf));
+  return model_.tensor(source ? sourceTensorName(c_, leaf, *source) : leaf);
 }
 
 Value Importer::weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source) {

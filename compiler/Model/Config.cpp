@@ -129,13 +129,8 @@ template <typename T> Handler intField(T Config::*member, const char *name) {
   };
 }
 
-Handler listField(std::vector<int64_t> Config::*member, const char *name) {
-  return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
-    c.*member = r.integers(v, name);
-  };
-}
-
-Handler optionalListField(std::optional<std::vector<int64_t>> Config::*member, const char *name) {
+/// A list of integers, into a std::vector or a std::optional of one.
+template <typename T> Handler listField(T Config::*member, const char *name) {
   return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
     c.*member = r.integers(v, name);
   };
@@ -200,8 +195,8 @@ std::vector<Field> configFields() {
       {"pad_token_id", true, intField(&C::padTokenId, "pad_token_id")},
       {"rms_eps", true,
        [](C &c, const json::Value &v, const FieldReader &r) { c.rmsEps = r.number(v, "rms_eps"); }},
-      {"ladder_order", false, optionalListField(&C::ladderOrder, "ladder_order")},
-      {"source_blocks", false, optionalListField(&C::sourceBlocks, "source_blocks")},
+      {"ladder_order", false, listField(&C::ladderOrder, "ladder_order")},
+      {"source_blocks", false, listField(&C::sourceBlocks, "source_blocks")},
       {"quantization", true,
        [](C &c, const json::Value &v, const FieldReader &r) {
          r.expectKind(v, json::Value::Kind::Object, "quantization");
@@ -260,6 +255,19 @@ void checkAscendingBlocks(const FieldReader &r, std::string_view field, const st
   }
 }
 
+/// Block ids in range, each at most once, in any order (model.md sets no order for them).
+void checkDistinctBlocks(const FieldReader &r, std::string_view field, const std::vector<int64_t> &ids,
+                         int64_t numLayers) {
+  std::vector<bool> seen(numLayers, false);
+  for (int64_t id : ids) {
+    if (id < 0 || id >= numLayers)
+      r.error(field, fmt::format("block {} is outside 0..{}", id, numLayers - 1));
+    if (seen[id])
+      r.error(field, fmt::format("block {} appears twice", id));
+    seen[id] = true;
+  }
+}
+
 void checkPermutation(const FieldReader &r, std::string_view field, const std::vector<int64_t> &order,
                       int64_t numLayers) {
   if (static_cast<int64_t>(order.size()) != numLayers)
@@ -299,7 +307,7 @@ void validateConfig(const Config &c, std::string_view source) {
   if (!(c.ropeTheta > 0))
     r.error("rope_theta", "must be positive");
   checkRange(r, "sliding_window", c.slidingWindow, 0, kMaxSeqLen);
-  checkAscendingBlocks(r, "global_layers", c.globalLayers, c.numLayers);
+  checkDistinctBlocks(r, "global_layers", c.globalLayers, c.numLayers);
   checkAscendingBlocks(r, "engram_layers", c.engramLayers, c.numLayers);
   if (c.engramOrders.empty())
     r.error("engram_orders", "must not be empty");

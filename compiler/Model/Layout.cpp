@@ -1,6 +1,10 @@
 #include "Model/Layout.h"
 
+#include "Support/Error.h"
+
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace needle {
 
@@ -26,6 +30,35 @@ std::vector<float> selectRows(const std::vector<float> &values, const std::vecto
       out.insert(out.end(), begin, begin + inner);
     }
   return out;
+}
+
+TensorOwner tensorOwner(const std::string &name) {
+  for (auto [prefix, kind] : {std::pair{std::string_view("blocks."), TensorOwner::Kind::Block},
+                              std::pair{std::string_view("engram."), TensorOwner::Kind::Engram}}) {
+    if (!name.starts_with(prefix))
+      continue;
+    const size_t dot = name.find('.', prefix.size());
+    const std::string digits = name.substr(prefix.size(), dot == std::string::npos ? dot : dot - prefix.size());
+    if (dot == std::string::npos || digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      break;
+    return {kind, std::stoll(digits), name.substr(dot + 1)};
+  }
+  return {TensorOwner::Kind::Model, -1, name};
+}
+
+std::string sourceTensorName(const Config &config, const std::string &leaf, int64_t source) {
+  const std::vector<int64_t> sources = config.sources();
+  auto it = std::find(sources.begin(), sources.end(), source);
+  if (it == sources.end())
+    fail("weight \"{}\" of block {}: the model file has no such source block", leaf, source);
+  const int64_t index = it - sources.begin();
+  if (!leaf.starts_with("engram."))
+    return fmt::format("blocks.{}.{}", index, leaf);
+  const int64_t site = config.engramSite(index);
+  if (site < 0)
+    fail("weight \"{}\" of block {}: that block has no engram site in the model file", leaf, source);
+  return fmt::format("engram.{}.{}", site, leaf.substr(7));
 }
 
 size_t headRowAxis(std::string_view name) { return name.ends_with(".row_bias") ? 1 : 0; }

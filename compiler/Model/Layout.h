@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <optional>
 #include <vector>
 
 namespace needle {
@@ -20,6 +21,21 @@ struct TensorSpec {
 };
 
 std::vector<TensorSpec> modelLayout(const Config &config);
+
+/// Who owns a tensor: "blocks.7.attn.q" -> {Block, 7, "attn.q"}, "engram.2.key" ->
+/// {Engram, 2, "key"}, anything else -> {Model, -1, name}.
+struct TensorOwner {
+  enum class Kind { Model, Block, Engram };
+  Kind kind = Kind::Model;
+  int64_t index = -1;
+  std::string leaf;
+};
+TensorOwner tensorOwner(const std::string &name);
+
+/// The tensor the IR names as (leaf, source block): "attn.q" of source 9 is "blocks.<i>.attn.q"
+/// where source_blocks[i] = 9; "engram.key" goes through the block's engram site. Errors name
+/// the source block when the model does not have it.
+std::string sourceTensorName(const Config &config, const std::string &leaf, int64_t source);
 
 /// Keeps `rows` (in order) along `axis` of a row-major tensor of `shape`.
 std::vector<float> selectRows(const std::vector<float> &values, const std::vector<int64_t> &shape, size_t axis,

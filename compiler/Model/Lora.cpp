@@ -74,7 +74,10 @@ void mergeLora(Model &model, const std::filesystem::path &adapterPath) {
         double delta = 0;
         for (int64_t k = 0; k < rank; ++k)
           delta += static_cast<double>(b[o * rank + k]) * a[k * in + i];
-        w.floats[o * in + i] += scale * static_cast<float>(delta);
+        float &merged = w.floats[o * in + i];
+        merged += scale * static_cast<float>(delta);
+        if (!std::isfinite(merged))
+          fail("{}: the merged weight ({}, {}) is not finite", where, o, i);
       }
     w.storage = Tensor::Storage::F32; // merged values are no longer exact in F16
   }

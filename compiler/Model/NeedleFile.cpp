@@ -1,5 +1,6 @@
 #include "Model/NeedleFile.h"
 
+#include "Model/Layout.h"
 #include "Model/Validate.h"
 #include "Support/Error.h"
 #include "Support/Half.h"
@@ -24,14 +25,10 @@ fb::TensorFormat formatOf(const Tensor &t) {
 
 /// "blocks.3.attn.q" -> {"blocks.3", "attn.q"}; "embed.weight" -> {"", "embed.weight"}.
 std::pair<std::string, std::string> splitName(const std::string &name) {
-  for (const char *owner : {"blocks.", "engram."}) {
-    if (name.starts_with(owner)) {
-      size_t dot = name.find('.', std::strlen(owner));
-      if (dot != std::string::npos)
-        return {name.substr(0, dot), name.substr(dot + 1)};
-    }
-  }
-  return {"", name};
+  const TensorOwner owner = tensorOwner(name);
+  if (owner.kind == TensorOwner::Kind::Model)
+    return {"", name};
+  return {name.substr(0, name.size() - owner.leaf.size() - 1), owner.leaf};
 }
 
 void appendPayload(std::vector<uint8_t> &payload, const Tensor &t) {

@@ -19,7 +19,7 @@ Model prepareModel(const std::filesystem::path &input, const PrepareOptions &opt
   if (options.layers && *options.layers != model.config.numLayers)
     model = sliceModel(model, *options.layers, input.string());
   if (transformed)
-    *transformed = model.provenance.size() != steps || input.extension() != ".needle";
+    *transformed = model.provenance.size() != steps;
   return model;
 }
 

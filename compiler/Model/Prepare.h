@@ -13,7 +13,7 @@ namespace needle {
 struct PrepareOptions {
   std::optional<int64_t> layers;            // slice to this depth
   std::optional<std::filesystem::path> lora;
-  cq::CodebookKind codebook = cq::CodebookKind::Needle;
+  std::optional<cq::CodebookKind> codebook; // --codebook; absent: the model's, else Needle's
 };
 
 /// Sets *transformed when the result differs from the file's model (merged, quantized, sliced).

@@ -4,7 +4,8 @@
 
 namespace needle {
 
-void quantizeModel(Model &model, cq::CodebookKind codebookKind) {
+void quantizeModel(Model &model, std::optional<cq::CodebookKind> requested) {
+  const cq::CodebookKind codebookKind = requested.value_or(cq::CodebookKind::Needle);
   const QuantScheme &scheme = model.config.quantization;
   if (scheme.isNone())
     return;
@@ -17,10 +18,10 @@ void quantizeModel(Model &model, cq::CodebookKind codebookKind) {
     if (!t.isFloat() || bits == 0)
       continue;
     auto [codebook, inserted] = model.codebooks.try_emplace(bits, cq::codebook(codebookKind, bits));
-    if (!inserted && codebook->second != cq::codebook(codebookKind, bits))
-      fail("{}: --codebook: the model's pre-quantized {}-bit tensors use another codebook; one model "
-           "holds one codebook per width",
-           spec.name, bits);
+    if (!inserted && requested && codebook->second != cq::codebook(*requested, bits))
+      fail("--codebook: the model's pre-quantized {}-bit tensors use another codebook, and one model holds "
+           "one codebook per width (quantizing \"{}\")",
+           bits, spec.name);
     cq::Packed packed = cq::quantize(t.floats, t.rows(), t.cols(), bits, codebook->second, spec.name);
     t.storage = Tensor::Storage::CQ;
     t.bits = bits;

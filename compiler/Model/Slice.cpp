@@ -25,14 +25,6 @@ std::vector<int64_t> remap(const std::vector<int64_t> &ids, const std::vector<in
   return out;
 }
 
-/// "blocks.7.attn.q" -> {7, "attn.q"} for prefix "blocks."; {-1, ""} when it does not apply.
-std::pair<int64_t, std::string> ownedBy(const std::string &name, std::string_view prefix) {
-  if (!name.starts_with(prefix))
-    return {-1, ""};
-  size_t dot = name.find('.', prefix.size());
-  return {std::stoll(name.substr(prefix.size(), dot - prefix.size())), name.substr(dot + 1)};
-}
-
 } // namespace
 
 Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
@@ -64,12 +56,13 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
       newSite[s] = static_cast<int64_t>(next++);
 
   for (const auto &[name, t] : model.tensors) {
-    if (auto [block, leaf] = ownedBy(name, "blocks."); block >= 0) {
-      if (newIndex[block] >= 0)
-        slice.tensors[fmt::format("blocks.{}.{}", newIndex[block], leaf)] = t;
-    } else if (auto [site, leaf] = ownedBy(name, "engram."); site >= 0) {
-      if (newSite[site] >= 0)
-        slice.tensors[fmt::format("engram.{}.{}", newSite[site], leaf)] = t;
+    const TensorOwner owner = tensorOwner(name);
+    if (owner.kind == TensorOwner::Kind::Block) {
+      if (newIndex[owner.index] >= 0)
+        slice.tensors[fmt::format("blocks.{}.{}", newIndex[owner.index], owner.leaf)] = t;
+    } else if (owner.kind == TensorOwner::Kind::Engram) {
+      if (newSite[owner.index] >= 0)
+        slice.tensors[fmt::format("engram.{}.{}", newSite[owner.index], owner.leaf)] = t;
     } else if (name.ends_with(".probes") || name.ends_with(".gain") || name.ends_with(".row_bias")) {
       slice.tensors[name] = selectHeadRows(t, headRowAxis(name), headRows);
     } else {

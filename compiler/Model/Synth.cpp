@@ -41,14 +41,6 @@ uint64_t hashName(const std::string &name) {
   return h;
 }
 
-/// The leaf of a tensor name: "blocks.3.attn.q" -> "attn.q", "engram.1.key" -> "key".
-std::string leafOf(const std::string &name) {
-  for (std::string_view owner : {"blocks.", "engram."})
-    if (name.starts_with(owner))
-      return name.substr(name.find('.', owner.size()) + 1);
-  return name;
-}
-
 /// Normalized Sylvester Walsh-Hadamard matrix of size n.
 std::vector<float> walsh(int64_t n) {
   std::vector<float> h(n * n, 0.0f);
@@ -69,7 +61,7 @@ struct Filler {
   double around(double base, double noise) { return base + (spread ? normal(noise) : 0.0); }
 
   void fill(const TensorSpec &spec, std::vector<float> &v) {
-    const std::string leaf = leafOf(spec.name);
+    const std::string leaf = tensorOwner(spec.name).leaf;
     const int64_t cols = spec.shape.back();
     const double fanIn = static_cast<double>(cols);
     // Spread mode scales projections by fan-in so activations stay O(1) and every path counts.

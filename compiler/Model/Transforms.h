@@ -5,12 +5,14 @@
 #include "Quant/Cq.h"
 
 #include <filesystem>
+#include <optional>
 
 namespace needle {
 
-/// Quantizes every float tensor the config's quantization.scheme marks CQ, with the model's
-/// codebook for that width if it has one, else `codebook`'s.
-void quantizeModel(Model &model, cq::CodebookKind codebook);
+/// Quantizes every float tensor the config's quantization.scheme marks CQ. A width the model
+/// already has a codebook for (from pre-quantized tensors) keeps it; otherwise `requested`
+/// (default: Needle's). Asking for a codebook that conflicts with the model's is an error.
+void quantizeModel(Model &model, std::optional<cq::CodebookKind> requested);
 
 /// The depth-`depth` slice of spec/model.md: kept blocks renumbered 0..d-1, engram sites,
 /// global layers and head rows remapped, source_blocks composed, ladder_order inherited.

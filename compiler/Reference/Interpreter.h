@@ -21,7 +21,10 @@ struct Outputs {
 };
 
 /// Rejects tokens outside [0, vocab_size) and sequences past max_seq_len (after `held`).
-void checkTokens(const Weights &w, std::span<const int32_t> tokens, int64_t held = 0);
+void checkTokens(const Config &config, std::span<const int32_t> tokens, int64_t held = 0);
+
+/// What the model says before any token: zero logits and embedding, confidence sigmoid(bias).
+Outputs outputsBeforeAnyToken(const Config &config, float confidenceBias);
 
 /// Whole-sequence mode.
 Outputs runSequence(const Weights &w, std::span<const int32_t> tokens);

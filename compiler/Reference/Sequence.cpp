@@ -8,13 +8,20 @@
 
 namespace needle::reference {
 
-void checkTokens(const Weights &w, std::span<const int32_t> tokens, int64_t held) {
-  const Config &c = w.config;
+void checkTokens(const Config &c, std::span<const int32_t> tokens, int64_t held) {
   for (size_t i = 0; i < tokens.size(); ++i)
     if (tokens[i] < 0 || tokens[i] >= c.vocabSize)
       fail("--tokens: token {} (at index {}) is outside 0..{}", tokens[i], i, c.vocabSize - 1);
   if (held + static_cast<int64_t>(tokens.size()) > c.maxSeqLen)
     fail("--tokens: {} tokens exceed max_seq_len {}", held + static_cast<int64_t>(tokens.size()), c.maxSeqLen);
+}
+
+Outputs outputsBeforeAnyToken(const Config &c, float confidenceBias) {
+  Outputs out;
+  out.logits.assign(c.vocabSize, 0.0f);
+  out.embedding.assign(c.embeddingDim, 0.0f);
+  out.confidence = sigmoid(confidenceBias);
+  return out;
 }
 
 namespace {
@@ -39,17 +46,13 @@ std::vector<Vec> tapsOverTime(const std::vector<Vec> &raw, std::span<const float
 } // namespace
 
 Outputs runSequence(const Weights &w, std::span<const int32_t> tokens) {
-  checkTokens(w, tokens);
   const Config &c = w.config;
+  checkTokens(c, tokens);
   const int64_t T = static_cast<int64_t>(tokens.size()), D = c.dModel;
+  if (T == 0)
+    return outputsBeforeAnyToken(c, w.confidence.bias[0]);
   Outputs out;
   out.position = T;
-  if (T == 0) {
-    out.logits.assign(c.vocabSize, 0.0f);
-    out.embedding.assign(c.embeddingDim, 0.0f);
-    out.confidence = sigmoid(w.confidence.bias[0]);
-    return out;
-  }
   std::vector<Lanes> lanes(T);
   std::vector<Cells> cells(T);
   const float scale = std::sqrt(static_cast<float>(D));

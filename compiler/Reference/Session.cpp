@@ -13,7 +13,7 @@ Session::Session(const Weights &w)
       embeddingPool_(w.embedding) {}
 
 void Session::feed(std::span<const int32_t> tokens) {
-  checkTokens(w_, tokens, position());
+  checkTokens(w_.config, tokens, position());
   for (int32_t token : tokens)
     step(token);
 }
@@ -70,12 +70,13 @@ void Session::step(int32_t token) {
 }
 
 Outputs Session::outputs() const {
-  const Config &c = w_.config;
+  if (!position())
+    return outputsBeforeAnyToken(w_.config, w_.confidence.bias[0]);
   Outputs out;
   out.position = position();
-  out.logits = position() ? logitsFrom(w_, lanes_) : Vec(c.vocabSize, 0.0f);
+  out.logits = logitsFrom(w_, lanes_);
   out.confidence = confidenceFrom(w_.confidence, confidencePool_.pooled());
-  out.embedding = position() ? embeddingFrom(w_.embedding, embeddingPool_.pooled()) : Vec(c.embeddingDim, 0.0f);
+  out.embedding = embeddingFrom(w_.embedding, embeddingPool_.pooled());
   return out;
 }
 

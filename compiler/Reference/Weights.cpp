@@ -32,7 +32,6 @@ BlockWeights loadBlock(const Model &m, int64_t id) {
   const Config &c = m.config;
   auto get = [&](const char *leaf) { return m.floats(fmt::format("blocks.{}.{}", id, leaf)); };
   BlockWeights b;
-  b.id = id;
   b.window = c.isGlobal(id) ? 0 : c.slidingWindow;
   b.attnNorm = get("attn_norm"), b.postAttnNorm = get("post_attn_norm");
   b.q = get("attn.q"), b.k = get("attn.k"), b.v = get("attn.v"), b.gate = get("attn.gate"), b.o = get("attn.o");

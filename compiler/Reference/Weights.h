@@ -42,7 +42,6 @@ struct MlpWeights {
 };
 
 struct BlockWeights {
-  int64_t id = 0;      // block id in the model
   int64_t window = 0;  // attention window; 0 = global (every earlier position)
   int64_t site = -1;   // index into Weights::sites, or -1
   Vec attnNorm, postAttnNorm;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <unordered_set>
 
 namespace needle::json {
 
@@ -117,13 +118,14 @@ private:
       ++pos_;
       return;
     }
+    std::unordered_set<std::string> keys; // a linear search per key would be quadratic
     while (true) {
       skipSpace();
       if (peek() != '"')
         error("expected a string key");
       size_t keyPos = pos_;
       std::string key = parseString();
-      if (value.find(key)) {
+      if (!keys.insert(key).second) {
         pos_ = keyPos;
         error(fmt::format("duplicate key \"{}\"", key));
       }

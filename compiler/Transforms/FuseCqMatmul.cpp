@@ -19,7 +19,8 @@ struct FuseDequantIntoMatmul : OpRewritePattern<MatmulOp> {
 
   LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
     auto dequant = op.getMatrix().getDefiningOp<CqDequantOp>();
-    if (!dequant)
+    // cq_matmul takes CQ matrices; a dequantized table of higher rank stays as it is.
+    if (!dequant || dequant.getWeight().getType().getShape().size() != 2)
       return failure();
     rewriter.replaceOpWithNewOp<CqMatmulOp>(op, op.getType(), dequant.getWeight(), op.getInput());
     return success();

@@ -55,6 +55,16 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
     }
     const std::vector<int64_t> order(orderAttr.asArrayRef().begin(), orderAttr.asArrayRef().end());
     const int64_t layers = static_cast<int64_t>(order.size());
+    int64_t blockCount = 0;
+    module.walk([&](BlockOp) { ++blockCount; });
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < layers; ++i)
+      if (sorted[i] != i || layers != blockCount) {
+        module.emitError("needle-slice-depth: ") << kLadderOrderAttr << " must be a permutation of the "
+                                                 << blockCount << " block ids";
+        return signalPassFailure();
+      }
     if (depth != layers && (depth < 2 || depth > layers)) {
       module.emitError("needle-slice-depth: depth ") << static_cast<int64_t>(depth) << " is outside 2.." << layers;
       return signalPassFailure();

@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"sliding_window", "-1", "sliding_window: -1 is outside"},
         Rule{"sliding_window", "2", "sliding_window: 2 is smaller than qkv_conv_taps 3"},
         Rule{"global_layers", "[4, 20]", "global_layers: block 20 is outside 0..19"},
-        Rule{"global_layers", "[9, 4]", "global_layers: must be strictly ascending"},
+        Rule{"global_layers", "[9, 4, 9]", "global_layers: block 9 appears twice"},
         Rule{"global_layers", "\"4\"", "global_layers: expected an array"},
         Rule{"engram_layers", "[3, 3]", "engram_layers: must be strictly ascending"},
         Rule{"engram_orders", "[]", "engram_orders: must not be empty"},
@@ -132,6 +132,13 @@ TEST(Config, AcceptsNeedleOptionsAtTheirDefaults) {
   v.members.emplace_back("kv_window", json::parse("0", "x"));
   v.members.emplace_back("cla_pairs", json::parse("[]", "x"));
   EXPECT_NO_THROW(parseConfig(json::serialize(v), "x"));
+}
+
+TEST(Config, GlobalLayersMayComeInAnyOrder) {
+  const Config c = parseConfig(withField("global_layers", "[19, 4]"), "x");
+  EXPECT_TRUE(c.isGlobal(4));
+  EXPECT_TRUE(c.isGlobal(19));
+  EXPECT_FALSE(c.isGlobal(9));
 }
 
 TEST(Config, RejectsNonObjects) {

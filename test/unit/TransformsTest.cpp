@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 using namespace needle;
 
@@ -151,6 +152,25 @@ TEST(Quantize, FollowsTheSchemeAndRecordsProvenance) {
   EXPECT_TRUE(model.tensor("confidence.proj").isFloat());
   EXPECT_EQ(model.codebooks.size(), 2u);
   EXPECT_NE(model.provenance.back().find("scheme embedding=4,mhc=4,default=2"), std::string::npos);
+}
+
+TEST(Quantize, KeepsTheModelsCodebookUnlessAskedOtherwise) {
+  Model model = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread);
+  quantizeModel(model, cq::CodebookKind::LloydMax); // a pre-quantized model with Lloyd-Max books
+  model.tensors["blocks.0.attn.q"] = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread).tensor("blocks.0.attn.q");
+  quantizeModel(model, std::nullopt); // no --codebook: the float tensor joins the model's book
+  EXPECT_EQ(model.codebooks.at(2), cq::codebook(cq::CodebookKind::LloydMax, 2));
+  EXPECT_EQ(model.tensor("blocks.0.attn.q").storage, Tensor::Storage::CQ);
+}
+
+TEST(Lora, RejectsNonFiniteResults) {
+  Model model = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread);
+  std::vector<float> a(2 * 128, 1.0f), b(32 * 2, 0.0f);
+  a[5] = std::numeric_limits<float>::infinity();
+  EXPECT_NE(mergeError(model, writeAdapter("inf", {f32("blocks.0.attn.k.lora_A", {2, 128}, a),
+                                                  f32("blocks.0.attn.k.lora_B", {32, 2}, b)}))
+                .find("is not finite"),
+            std::string::npos);
 }
 
 TEST(Quantize, ConflictingCodebookIsAnError) {

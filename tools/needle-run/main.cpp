@@ -18,6 +18,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 
 namespace fs = std::filesystem;
@@ -46,11 +47,6 @@ std::vector<int32_t> parseTokens(const std::string &text) {
   return tokens;
 }
 
-void writeFloats(const std::string &path, const Vec &values) {
-  PendingOutput output(path, PendingOutput::Kind::File);
-  writeFile(output.staging(), std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
-  output.commit();
-}
 
 std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
   std::vector<int32_t> order(out.logits.size());
@@ -70,11 +66,20 @@ std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
   return text + "}\n";
 }
 
+/// Writes --logits and --embedding (both or neither appear) and prints the report.
 void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, double seconds = -1) {
-  if (auto path = cl.value("logits"))
-    writeFloats(*path, out.logits);
-  if (auto path = cl.value("embedding"))
-    writeFloats(*path, out.embedding);
+  std::vector<std::unique_ptr<PendingOutput>> outputs;
+  auto stage = [&](const char *flag, const Vec &values) {
+    if (auto path = cl.value(flag)) {
+      outputs.push_back(std::make_unique<PendingOutput>(*path, PendingOutput::Kind::File));
+      writeFile(outputs.back()->staging(),
+                std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
+    }
+  };
+  stage("logits", out.logits);
+  stage("embedding", out.embedding);
+  for (auto &output : outputs)
+    output->commit();
   std::fputs(report(out, seconds, tokens).c_str(), stdout);
 }
 
@@ -117,7 +122,6 @@ int run(int argc, char **argv) {
   const std::string input = cl.onlyPositional("MODEL");
   if (!cl.has("tokens"))
     fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
-  const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
   if (fs::path(input).extension() == ".mlir") {
     for (const char *flag : {"layers", "lora", "codebook"})
@@ -130,7 +134,8 @@ int run(int argc, char **argv) {
   PrepareOptions options; // the depth is run by the interpreter itself, not by slicing the file
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
-  options.codebook = codebook;
+  if (auto codebook = cl.value("codebook"))
+    options.codebook = cq::parseCodebookKind(*codebook);
   const Model model = prepareModel(input, options);
   const int64_t depth = cl.integer("layers").value_or(model.config.numLayers);
   validateDepth(depth, model.config.numLayers, input);

@@ -170,6 +170,8 @@ void emitNeedle(const CommandLine &cl, const std::string &input, const std::stri
                 const PrepareOptions &options) {
   if (cl.has("passes"))
     fail("--passes: only meaningful with --emit mlir");
+  if (out == "-")
+    fail("-o -: --emit needle writes a binary file; give it a path");
   bool transformed = false;
   Model model = prepareModel(input, options, &transformed);
   applyMaxSeq(cl, model, transformed);
@@ -220,7 +222,8 @@ int run(int argc, char **argv) {
   options.layers = cl.integer("layers");
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
-  options.codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
+  if (auto codebook = cl.value("codebook"))
+    options.codebook = cq::parseCodebookKind(*codebook);
   if (emit == "mlir")
     emitMlir(cl, input, out, options);
   else

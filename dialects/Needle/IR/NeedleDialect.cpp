@@ -298,6 +298,7 @@ LogicalResult EngramGateOp::verify() {
 LogicalResult CausalTapsOp::verify() {
   CHECK(verifyStatic(*this));
   CHECK(expectPositive(*this, getStride(), "stride"));
+  CHECK(expectPositive(*this, shapeOf(getTaps())[0], "the number of taps"));
   CHECK(expectLength(*this, getInput(), shapeOf(getTaps())[1], "input"));
   return expectLength(*this, getResult(), length(getInput()), "result");
 }
@@ -404,6 +405,14 @@ LogicalResult BlockOp::verify() {
     return emitOpError("body must end in needle.yield");
   if (yield.getLanes().getType() != getResult().getType() || yield.getCell().getType() != getCell().getType())
     return emitOpError("body yields types that differ from the op's results");
+  // The attributes describe the body; keep them from going stale.
+  bool windowed = false, engram = false;
+  body.walk([&](AttentionOp attention) { windowed = windowed || attention.getWindow() != 0; });
+  body.walk([&](EngramGatherOp) { engram = true; });
+  if (getGlobal() && windowed)
+    return emitOpError("is global but its attention has a window");
+  if (engram != static_cast<bool>(getEngramSite()))
+    return emitOpError(engram ? "gathers engram rows but has no engram_site" : "has an engram_site but no engram_gather");
   return success();
 }
 

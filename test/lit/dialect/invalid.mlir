@@ -517,3 +517,36 @@ func.func @head_probes(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x8xf32>, %g: ten
   %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @taps_none(%x: tensor<8xf32>, %t: tensor<0x8xf32>) {
+  // expected-error @+1 {{the number of taps must be positive, got 0}}
+  %r = needle.causal_taps %x, %t {stride = 1} : (tensor<8xf32>, tensor<0x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @global_window(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{is global but its attention has a window}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = true} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    %o = needle.attention %m, %m, %m {heads = 2, kv_heads = 2, window = 4} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @site_without_engram(%l: tensor<4x8xf32>, %t: i32) {
+  // expected-error @+1 {{has an engram_site but no engram_gather}}
+  %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false, engram_site = 0} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
+    needle.yield %a, %m : tensor<4x8xf32>, tensor<8xf32>
+  }
+  return
+}

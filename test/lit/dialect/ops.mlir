@@ -88,6 +88,8 @@ func.func @structure(%l: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf3
   // CHECK: needle.yield
   %l2, %cell = needle.block %l, %tok, %pos {id = 1, source = 7, global = true, engram_site = 0} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
   ^bb0(%lanes: tensor<4x8xf32>, %t: i32, %p: i32):
+    %tab = needle.weight "engram.tables" block 7 : !needle.cq<2, 128, [2, 64, 64]>
+    %raw = needle.engram_gather %tab, %t, %p {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [2, 64, 64]>, i32, i32) -> tensor<256xf32>
     %c = needle.lane_mean %lanes : (tensor<4x8xf32>) -> tensor<8xf32>
     needle.yield %lanes, %c : tensor<4x8xf32>, tensor<8xf32>
   }

@@ -32,11 +32,15 @@ module attributes {needle.ladder_order = array<i64: 0, 2, 1>} {
     }
     %l2, %c2 = needle.block %l1, %tok, %pos {id = 1, source = 6, global = false, engram_site = 0} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
     ^bb0(%l: tensor<4x8xf32>, %t: i32, %p: i32):
+    %tab = needle.weight "engram.tables" block 6 : !needle.cq<2, 128, [2, 64, 64]>
+    %raw = needle.engram_gather %tab, %t, %p {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [2, 64, 64]>, i32, i32) -> tensor<256xf32>
       %c = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
       needle.yield %l, %c : tensor<4x8xf32>, tensor<8xf32>
     }
     %l3, %c3 = needle.block %l2, %tok, %pos {id = 2, source = 9, global = true, engram_site = 1} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
     ^bb0(%l: tensor<4x8xf32>, %t: i32, %p: i32):
+    %tab = needle.weight "engram.tables" block 9 : !needle.cq<2, 128, [2, 64, 64]>
+    %raw = needle.engram_gather %tab, %t, %p {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [2, 64, 64]>, i32, i32) -> tensor<256xf32>
       %pre = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
       %v4 = needle.weight "mhc.b_pre" block 9 : tensor<4xf32>
       %v16 = needle.weight "mhc.phi_res_out" block 9 : tensor<16xf32>
