@@ -8,6 +8,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Half.h"
+#include "Support/Text.h"
 
 #include <charconv>
 #include <set>
@@ -24,17 +25,13 @@ constexpr std::string_view kIdx = ".cq_idx", kNorm = ".cq_norm", kBits = ".cq_bi
 
 std::vector<float> parseCodebook(const std::string &text, const std::string &where) {
   std::vector<float> values;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = std::min(text.find(',', start), text.size());
-    std::string item = text.substr(start, end - start);
-    item.erase(0, item.find_first_not_of(' '));
+  for (std::string_view item : splitList(text)) {
+    item.remove_prefix(std::min(item.find_first_not_of(' '), item.size()));
     double value = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
       fail("{}: \"{}\" is not a number", where, item);
     values.push_back(static_cast<float>(value));
-    start = end + 1;
   }
   return values;
 }

@@ -1,6 +1,7 @@
 #include "Quant/Scheme.h"
 
 #include "Support/Error.h"
+#include "Support/Text.h"
 
 #include <charconv>
 
@@ -34,12 +35,7 @@ QuantScheme parseScheme(std::string_view text, int64_t groupSize, std::string_vi
     fail("{}: quantization.group_size: {} is not supported (CQ groups are 128)", source, groupSize);
   if (text == "none")
     return scheme;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos)
-      end = text.size();
-    std::string_view item = text.substr(start, end - start);
+  for (std::string_view item : splitList(text)) {
     size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0)
       fail("{}: quantization.scheme: \"{}\" is not prefix=bits", source, item);
@@ -60,7 +56,6 @@ QuantScheme parseScheme(std::string_view text, int64_t groupSize, std::string_vi
           fail("{}: quantization.scheme: \"{}\" is given twice", source, prefix);
       scheme.rules.emplace_back(prefix, bits);
     }
-    start = end + 1;
   }
   if (!scheme.defaultBits)
     fail("{}: quantization.scheme: \"{}\" has no default=bits (or write \"none\")", source, text);

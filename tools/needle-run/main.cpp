@@ -9,6 +9,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Json.h"
+#include "Support/Text.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -31,10 +32,7 @@ std::vector<int32_t> parseTokens(const std::string &text) {
   std::vector<int32_t> tokens;
   if (text.empty())
     return tokens;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
+  for (std::string_view item : splitList(text)) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size())
@@ -42,7 +40,6 @@ std::vector<int32_t> parseTokens(const std::string &text) {
     if (value < INT32_MIN || value > INT32_MAX)
       fail("--tokens: token {} is outside 0..vocab_size-1", value);
     tokens.push_back(static_cast<int32_t>(value));
-    start = end + 1;
   }
   return tokens;
 }
