@@ -80,8 +80,9 @@ void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, dou
   std::fputs(report(out, seconds, tokens).c_str(), stdout);
 }
 
-/// Evaluates needle-dialect IR token by token with the weights file it names.
-Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens) {
+/// Evaluates needle-dialect IR token by token with the weights file it names; `seconds` gets the
+/// evaluation time.
+Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens, double &seconds) {
   mlir::MLIRContext context;
   loadNeedleDialects(context);
   llvm::SourceMgr sources;
@@ -100,7 +101,9 @@ Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens) {
   }
   const Model weights = loadModel(moduleWeightsPath(*module, fs::path(path).parent_path()));
   IrEvaluator evaluator(*module, weights);
+  const auto start = std::chrono::steady_clock::now();
   evaluator.feed(tokens);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return evaluator.outputs();
 }
 
@@ -124,7 +127,9 @@ int run(int argc, char **argv) {
     for (const char *flag : {"layers", "lora", "codebook"})
       if (cl.has(flag))
         fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
-    writeOutputs(cl, runIr(input, tokens), static_cast<int64_t>(tokens.size()));
+    double seconds = -1;
+    const Outputs out = runIr(input, tokens, seconds);
+    writeOutputs(cl, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
     return 0;
   }
 
