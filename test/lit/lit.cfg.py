@@ -18,6 +18,7 @@ for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"]:
 
 oracle_dir = os.path.join(config.needle_source_dir, "test", "oracle")
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%needle_tools", config.needle_tools_dir))
 config.substitutions.append(
     ("%compare", f"{config.python_executable} {oracle_dir}/compare.py {config.needle_tools_dir}/needle-run"))
 config.substitutions.append(("%oracle", f"{config.python_executable} {oracle_dir}/needle_oracle.py"))
