@@ -152,8 +152,12 @@ struct IrEvaluator::Impl {
   const Vec &in(Value v) {
     if (auto op = v.getDefiningOp<WeightOp>()) {
       auto [it, inserted] = floatWeights.try_emplace(op);
-      if (inserted)
-        it->second = op.getRows() ? headRows(op) : (checkedTensor(op), model.floats(tensorName(op)));
+      if (inserted && op.getRows()) {
+        it->second = headRows(op);
+      } else if (inserted) {
+        checkedTensor(op);
+        it->second = model.floats(tensorName(op));
+      }
       return it->second;
     }
     auto it = env.find(v.getAsOpaquePointer());

@@ -61,6 +61,16 @@ std::string sourceTensorName(const Config &config, const std::string &leaf, int6
   return fmt::format("engram.{}.{}", site, leaf.substr(7));
 }
 
+uint64_t checkedElementCount(const std::vector<int64_t> &shape, std::string_view where) {
+  uint64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(dim)))
+      fail("{}: shape {} is negative or too large", where, shapeString(shape));
+    count *= static_cast<uint64_t>(dim);
+  }
+  return count;
+}
+
 size_t headRowAxis(std::string_view name) { return name.ends_with(".row_bias") ? 1 : 0; }
 
 namespace {

@@ -44,6 +44,10 @@ std::vector<float> selectRows(const std::vector<float> &values, const std::vecto
 /// The head-row axis of a head tensor: 1 for `*.row_bias` [Q, rows, K], 0 for probes and gain.
 size_t headRowAxis(std::string_view name);
 
+/// The element count of `shape`, refusing negative dimensions and products past 2^40 before
+/// they can overflow (hostile headers); errors name `where`.
+uint64_t checkedElementCount(const std::vector<int64_t> &shape, std::string_view where);
+
 /// "[a, b, c]".
 std::string shapeString(const std::vector<int64_t> &shape);
 

@@ -1,5 +1,6 @@
 #include "Model/Safetensors.h"
 
+#include "Model/Layout.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Half.h"
@@ -71,16 +72,12 @@ SafetensorsEntry parseEntry(const std::string &name, const json::Value &v, const
     if (key != "dtype" && key != "shape" && key != "data_offsets")
       fail("{}: unknown field \"{}\"", where, key);
   entry.dtype = parseDType(dtype->string, where);
-  // Checked against a bound as they multiply, so a lying shape cannot overflow.
-  uint64_t elements = 1;
   for (const json::Value &dim : shape->items) {
     if (dim.kind != json::Value::Kind::Number || !dim.isInteger || dim.integer < 0)
       fail("{}: shape must hold non-negative integers", where);
     entry.shape.push_back(dim.integer);
-    if (dim.integer != 0 && elements > (uint64_t{1} << 48) / static_cast<uint64_t>(dim.integer))
-      fail("{}: shape is too large", where);
-    elements *= static_cast<uint64_t>(dim.integer);
   }
+  const uint64_t elements = checkedElementCount(entry.shape, where);
   entry.begin = parseOffset(offsets->items[0], where);
   entry.end = parseOffset(offsets->items[1], where);
   if (entry.end < entry.begin)

@@ -61,17 +61,6 @@ void checkValues(const Model &model, const TensorSpec &spec, const Tensor &t, co
   }
 }
 
-/// The element count, refusing shapes whose product could overflow before it is checked.
-uint64_t checkedElements(const std::vector<int64_t> &shape, std::string_view where) {
-  uint64_t count = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0 || (dim != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(dim)))
-      fail("{}: shape {} is too large", where, shapeString(shape));
-    count *= static_cast<uint64_t>(dim);
-  }
-  return count;
-}
-
 } // namespace
 
 void validateModel(const Model &model, std::string_view source) {
@@ -103,7 +92,7 @@ void validateModel(const Model &model, std::string_view source) {
 
 void setPlainPayload(Tensor &t, std::span<const uint8_t> bytes, std::string_view where) {
   const size_t width = t.storage == Tensor::Storage::F16 ? 2 : 4;
-  const uint64_t count = checkedElements(t.shape, where);
+  const uint64_t count = checkedElementCount(t.shape, where);
   if (bytes.size() != count * width)
     fail("{}: {} bytes, but shape {} needs {}", where, bytes.size(), shapeString(t.shape), count * width);
   if (t.storage == Tensor::Storage::I32) {
@@ -120,7 +109,7 @@ void setPlainPayload(Tensor &t, std::span<const uint8_t> bytes, std::string_view
 }
 
 void setCqPayload(Tensor &t, std::span<const uint8_t> bytes, std::string_view where) {
-  checkedElements(t.shape, where);
+  checkedElementCount(t.shape, where);
   if (t.shape.empty() || t.cols() == 0)
     fail("{}: a CQ tensor needs a non-empty last dimension", where);
   const uint64_t packedBytes = static_cast<uint64_t>(t.rows()) * cq::packedRowBytes(t.cols(), t.bits);
