@@ -271,15 +271,8 @@ void checkDistinctBlocks(const FieldReader &r, std::string_view field, const std
 void checkPermutation(const FieldReader &r, std::string_view field, const std::vector<int64_t> &order,
                       int64_t numLayers) {
   if (static_cast<int64_t>(order.size()) != numLayers)
-    r.error(field, fmt::format("has {} entries, num_layers is {}", order.size(), numLayers));
-  std::vector<bool> seen(numLayers, false);
-  for (int64_t id : order) {
-    if (id < 0 || id >= numLayers)
-      r.error(field, fmt::format("block {} is outside 0..{}", id, numLayers - 1));
-    if (seen[id])
-      r.error(field, fmt::format("block {} appears twice; it must be a permutation", id));
-    seen[id] = true;
-  }
+    r.error(field, fmt::format("has {} entries, num_layers is {}; it must be a permutation", order.size(), numLayers));
+  checkDistinctBlocks(r, field, order, numLayers);
 }
 
 } // namespace
