@@ -28,3 +28,12 @@ find_package(GTest REQUIRED CONFIG)
 find_file(LIT_PY lit.py PATHS /usr/lib/llvm-19/build/utils/lit NO_DEFAULT_PATH REQUIRED)
 find_program(FILECHECK_EXECUTABLE FileCheck PATHS "${NEEDLE_LLVM_TOOLS_DIR}" NO_DEFAULT_PATH REQUIRED)
 find_program(NEEDLE_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH REQUIRED)
+
+# Halide's version, for --version, read from its package file without loading the package.
+find_file(HALIDE_VERSION_FILE HalideConfigVersion.cmake PATH_SUFFIXES cmake/Halide14 cmake/Halide
+          PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} NO_DEFAULT_PATH)
+set(NEEDLE_HALIDE_VERSION "unknown")
+if(HALIDE_VERSION_FILE)
+  file(STRINGS ${HALIDE_VERSION_FILE} halide_version_line REGEX "set\\(PACKAGE_VERSION \"[0-9]")
+  string(REGEX REPLACE ".*PACKAGE_VERSION \"([^\"]*)\".*" "\\1" NEEDLE_HALIDE_VERSION "${halide_version_line}")
+endif()

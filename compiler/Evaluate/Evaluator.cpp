@@ -266,7 +266,7 @@ Vec IrEvaluator::Impl::head(HeadOp op) {
       cells.push_back(in(cell));
     s.pool->add(cells);
   }
-  if (op.getKind() == "confidence")
+  if (op.getKind() == ir::HeadKind::Confidence)
     return {confidenceFrom(s.head, s.pool->pooled())};
   return embeddingFrom(s.head, s.pool->pooled());
 }

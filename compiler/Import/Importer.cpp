@@ -3,10 +3,12 @@
 #include "Model/Layout.h"
 #include "Needle/IR/NeedleDialect.h"
 #include "Support/Error.h"
+#include "Quant/Cq.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
 
 #include <cmath>
 #include <optional>
@@ -22,13 +24,11 @@ void loadNeedleDialects(MLIRContext &context) {
 
 namespace {
 
-constexpr int64_t kGroup = 128;
-
 class Importer {
 public:
   Importer(MLIRContext &context, const Model &model)
-      : ctx_(context), model_(model), c_(model.config), loc_(UnknownLoc::get(&context)),
-        sources_(model.config.sources()) {}
+      : ctx_(context), model_(model), c_(model.config), fileLoc_(UnknownLoc::get(&context)),
+        loc_(fileLoc_), sources_(model.config.sources()) {}
 
   OwningOpRef<ModuleOp> run(const std::string &weightsPath);
 
@@ -36,6 +36,8 @@ private:
   RankedTensorType vec(int64_t n) const { return RankedTensorType::get({n}, Float32Type::get(&ctx_)); }
   FloatAttr f32(double v) const { return FloatAttr::get(Float32Type::get(&ctx_), v); }
   FloatAttr eps() const { return f32(c_.rmsEps); }
+  /// `name` (a tensor, a block, a head) inside the model file: where a diagnostic points.
+  Location named(const std::string &name) const { return NameLoc::get(StringAttr::get(&ctx_, name), fileLoc_); }
   IntegerAttr i64(int64_t v) const { return IntegerAttr::get(IntegerType::get(&ctx_, 64), v); }
 
   /// The model tensor behind (leaf, source block).
@@ -48,7 +50,7 @@ private:
   Value project(OpBuilder &b, Value w, Value x);
   Value hadamard(OpBuilder &b, Value x) {
     const int64_t n = cast<RankedTensorType>(x.getType()).getDimSize(0);
-    return b.create<HadamardOp>(loc_, vec((n + kGroup - 1) / kGroup * kGroup), x, i64(kGroup));
+    return b.create<HadamardOp>(loc_, vec(cq::paddedCols(n)), x, i64(cq::kGroup));
   }
   void buildBlock(OpBuilder &b, BlockOp op, int64_t index);
   Value engram(OpBuilder &b, int64_t source, Value u, Value token, Value position);
@@ -57,7 +59,8 @@ private:
   MLIRContext &ctx_;
   const Model &model_;
   const Config &c_;
-  Location loc_;
+  Location fileLoc_; // the model file
+  Location loc_;     // what is being built: a block, a head, or the whole file
   std::vector<int64_t> sources_;
 };
 
@@ -66,25 +69,26 @@ const Tensor &Importer::tensorFor(const std::string &leaf, std::optional<int64_t
 }
 
 Value Importer::weight(OpBuilder &b, const std::string &leaf, std::optional<int64_t> source) {
+  const Location loc = named(source ? sourceTensorName(c_, leaf, *source) : leaf);
   if ((leaf == "mlp.p1" || leaf == "mlp.p2") && !model_.tensors.count(leaf)) // Needle's default draw
-    return b.create<WeightOp>(loc_, RankedTensorType::get({c_.mlpWidth()}, IntegerType::get(&ctx_, 32)),
+    return b.create<WeightOp>(loc, RankedTensorType::get({c_.mlpWidth()}, IntegerType::get(&ctx_, 32)),
                               b.getStringAttr(leaf), IntegerAttr(), DenseI64ArrayAttr());
   const Tensor &t = tensorFor(leaf, source);
   Type type;
   if (t.storage == Tensor::Storage::CQ)
-    type = CqType::get(&ctx_, t.bits, kGroup, t.shape);
+    type = CqType::get(&ctx_, t.bits, cq::kGroup, t.shape);
   else if (t.storage == Tensor::Storage::I32)
     type = RankedTensorType::get(t.shape, IntegerType::get(&ctx_, 32));
   else
     type = RankedTensorType::get(t.shape, Float32Type::get(&ctx_));
-  return b.create<WeightOp>(loc_, type, b.getStringAttr(leaf), source ? i64(*source) : IntegerAttr(),
+  return b.create<WeightOp>(loc, type, b.getStringAttr(leaf), source ? i64(*source) : IntegerAttr(),
                             DenseI64ArrayAttr());
 }
 
 Value Importer::headWeight(OpBuilder &b, const std::string &name) {
   std::vector<int64_t> shape = model_.tensor(name).shape;
   shape[headRowAxis(name)] = static_cast<int64_t>(sources_.size()) + 1;
-  return b.create<WeightOp>(loc_, RankedTensorType::get(shape, Float32Type::get(&ctx_)), b.getStringAttr(name),
+  return b.create<WeightOp>(named(name), RankedTensorType::get(shape, Float32Type::get(&ctx_)), b.getStringAttr(name),
                             IntegerAttr(), b.getDenseI64ArrayAttr(sources_));
 }
 
@@ -100,7 +104,7 @@ Value Importer::project(OpBuilder &b, Value w, Value x) {
 
 Value Importer::engram(OpBuilder &b, int64_t source, Value u, Value token, Value position) {
   const int64_t D = c_.dModel, tables = c_.engramTableCount(), sub = c_.engramSubDim();
-  const int64_t padded = (sub + kGroup - 1) / kGroup * kGroup;
+  const int64_t padded = cq::paddedCols(sub);
   Value table = weight(b, "engram.tables", source);
   Value raw = b.create<EngramGatherOp>(loc_, vec(tables * padded), table, token, position,
                                        b.getDenseI64ArrayAttr(c_.engramOrders), i64(c_.engramHeadCount()));
@@ -177,13 +181,15 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
 }
 
 Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Value token, bool confidence) {
+  loc_ = named(name);
   const int64_t out = confidence ? 1 : c_.embeddingDim;
   Value probes = headWeight(b, name + ".probes"), gain = headWeight(b, name + ".gain");
   Value query = weight(b, name + ".query"), rowBias = headWeight(b, name + ".row_bias");
   Value proj = weight(b, name + ".proj");
   Value bias = confidence ? weight(b, name + ".bias") : Value();
-  return b.create<HeadOp>(loc_, vec(out), cells, token, probes, gain, query, rowBias, proj,
-                          bias, b.getStringAttr(confidence ? "confidence" : "embedding"), i64(c_.padTokenId), eps());
+  const HeadKind kind = confidence ? HeadKind::Confidence : HeadKind::Embedding;
+  return b.create<HeadOp>(loc_, vec(out), cells, token, probes, gain, query, rowBias, proj, bias,
+                          HeadKindAttr::get(&ctx_, kind), i64(c_.padTokenId), eps());
 }
 
 OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
@@ -191,6 +197,7 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
     if (model_.tensors.count(name) && model_.tensor(name).storage != Tensor::Storage::CQ)
       fail("{}: --emit mlir needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)",
            weightsPath, name);
+  fileLoc_ = loc_ = FileLineColLoc::get(&ctx_, weightsPath, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   OpBuilder b(&ctx_);
   std::vector<NamedAttribute> codebooks;
@@ -215,6 +222,7 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   Value lanes = b.create<LanesInitOp>(loc_, RankedTensorType::get({4, D}, Float32Type::get(&ctx_)), x0);
   std::vector<Value> cells = {x0};
   for (int64_t i = 0; i < c_.numLayers; ++i) {
+    loc_ = named(fmt::format("blocks.{}", sources_[i]));
     auto block = b.create<BlockOp>(loc_, lanes.getType(), vec(D), lanes, token, position, i64(i), i64(sources_[i]),
                                    b.getBoolAttr(c_.isGlobal(i)),
                                    c_.engramSite(i) >= 0 ? i64(c_.engramSite(i)) : IntegerAttr());
@@ -222,12 +230,16 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
     lanes = block.getResult();
     cells.push_back(block.getCell());
   }
+  loc_ = fileLoc_;
   Value mean = b.create<LaneMeanOp>(loc_, vec(D), lanes), finalNorm = weight(b, "final_norm");
   Value xf = b.create<ZcNormOp>(loc_, vec(D), mean, finalNorm, i64(1), eps());
   Value logits = project(b, embed, xf);
   Value confidence = head(b, "confidence", cells, token, true);
   Value embedding = head(b, "embedding_head", cells, token, false);
+  loc_ = fileLoc_;
   b.create<func::ReturnOp>(loc_, ValueRange{logits, confidence, embedding});
+  if (failed(verify(*module)))
+    fail("{}: the imported IR does not verify (see the diagnostics above)", weightsPath);
   return module;
 }
 

@@ -129,6 +129,12 @@ template <typename T> Handler intField(T Config::*member, const char *name) {
   };
 }
 
+Handler realField(double Config::*member, const char *name) {
+  return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
+    c.*member = r.number(v, name);
+  };
+}
+
 /// A list of integers, into a std::vector or a std::optional of one.
 template <typename T> Handler listField(T Config::*member, const char *name) {
   return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
@@ -169,34 +175,11 @@ std::vector<Field> configFields() {
          if (r.string(v, "architecture") != "needle-san-ladder")
            r.error("architecture", fmt::format("\"{}\" is not \"needle-san-ladder\"", v.string));
        }},
-      {"vocab_size", true, intField(&C::vocabSize, "vocab_size")},
-      {"d_model", true, intField(&C::dModel, "d_model")},
-      {"num_heads", true, intField(&C::numHeads, "num_heads")},
-      {"num_kv_heads", true, intField(&C::numKvHeads, "num_kv_heads")},
-      {"qk_head_dim", true, intField(&C::qkHeadDim, "qk_head_dim")},
-      {"v_head_dim", true, intField(&C::vHeadDim, "v_head_dim")},
-      {"num_layers", true, intField(&C::numLayers, "num_layers")},
-      {"max_seq_len", true, intField(&C::maxSeqLen, "max_seq_len")},
-      {"rope_theta", true,
-       [](C &c, const json::Value &v, const FieldReader &r) { c.ropeTheta = r.number(v, "rope_theta"); }},
-      {"sliding_window", true, intField(&C::slidingWindow, "sliding_window")},
-      {"global_layers", true, listField(&C::globalLayers, "global_layers")},
-      {"engram_layers", true, listField(&C::engramLayers, "engram_layers")},
-      {"engram_orders", true, listField(&C::engramOrders, "engram_orders")},
-      {"engram_slots", true, intField(&C::engramSlots, "engram_slots")},
-      {"engram_heads", true, intField(&C::engramHeads, "engram_heads")},
-      {"mhc_lanes", true, intField(&C::mhcLanes, "mhc_lanes")},
-      {"qkv_conv_taps", true, intField(&C::qkvConvTaps, "qkv_conv_taps")},
-      {"embedding_dim", true, intField(&C::embeddingDim, "embedding_dim")},
-      {"embedding_probes", true, intField(&C::embeddingProbes, "embedding_probes")},
-      {"embedding_queries", true, intField(&C::embeddingQueries, "embedding_queries")},
-      {"confidence_probes", true, intField(&C::confidenceProbes, "confidence_probes")},
-      {"confidence_queries", true, intField(&C::confidenceQueries, "confidence_queries")},
-      {"pad_token_id", true, intField(&C::padTokenId, "pad_token_id")},
-      {"rms_eps", true,
-       [](C &c, const json::Value &v, const FieldReader &r) { c.rmsEps = r.number(v, "rms_eps"); }},
-      {"ladder_order", false, listField(&C::ladderOrder, "ladder_order")},
-      {"source_blocks", false, listField(&C::sourceBlocks, "source_blocks")},
+#define NEEDLE_CONFIG_INT(key, member, init) {#key, true, intField(&C::member, #key)},
+#define NEEDLE_CONFIG_REAL(key, member) {#key, true, realField(&C::member, #key)},
+#define NEEDLE_CONFIG_LIST(key, member) {#key, true, listField(&C::member, #key)},
+#define NEEDLE_CONFIG_OPTIONAL_LIST(key, member) {#key, false, listField(&C::member, #key)},
+#include "Model/ConfigFields.def"
       {"quantization", true,
        [](C &c, const json::Value &v, const FieldReader &r) {
          r.expectKind(v, json::Value::Kind::Object, "quantization");
@@ -379,34 +362,13 @@ std::string writeConfig(const Config &c) {
     out += fmt::format(",\n  \"{}\": ", key);
     appendList(out, values);
   };
-  integer("vocab_size", c.vocabSize);
-  integer("d_model", c.dModel);
-  integer("num_heads", c.numHeads);
-  integer("num_kv_heads", c.numKvHeads);
-  integer("qk_head_dim", c.qkHeadDim);
-  integer("v_head_dim", c.vHeadDim);
-  integer("num_layers", c.numLayers);
-  integer("max_seq_len", c.maxSeqLen);
-  real("rope_theta", c.ropeTheta);
-  integer("sliding_window", c.slidingWindow);
-  list("global_layers", c.globalLayers);
-  list("engram_layers", c.engramLayers);
-  list("engram_orders", c.engramOrders);
-  integer("engram_slots", c.engramSlots);
-  integer("engram_heads", c.engramHeads);
-  integer("mhc_lanes", c.mhcLanes);
-  integer("qkv_conv_taps", c.qkvConvTaps);
-  integer("embedding_dim", c.embeddingDim);
-  integer("embedding_probes", c.embeddingProbes);
-  integer("embedding_queries", c.embeddingQueries);
-  integer("confidence_probes", c.confidenceProbes);
-  integer("confidence_queries", c.confidenceQueries);
-  integer("pad_token_id", c.padTokenId);
-  real("rms_eps", c.rmsEps);
-  if (c.ladderOrder)
-    list("ladder_order", *c.ladderOrder);
-  if (c.sourceBlocks)
-    list("source_blocks", *c.sourceBlocks);
+#define NEEDLE_CONFIG_INT(key, member, init) integer(#key, c.member);
+#define NEEDLE_CONFIG_REAL(key, member) real(#key, c.member);
+#define NEEDLE_CONFIG_LIST(key, member) list(#key, c.member);
+#define NEEDLE_CONFIG_OPTIONAL_LIST(key, member)                                                         \
+  if (c.member)                                                                                        \
+    list(#key, *c.member);
+#include "Model/ConfigFields.def"
   out += ",\n  \"quantization\": {\"scheme\": ";
   json::appendQuoted(out, c.quantization.text);
   out += fmt::format(", \"group_size\": {}}}\n}}\n", c.quantization.groupSize);

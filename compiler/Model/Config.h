@@ -1,4 +1,4 @@
-// The model configuration of spec/model.md: parsing config.json, every validation rule, and
+// The model configuration of docs/model.md: parsing config.json, every validation rule, and
 // writing it back. Derived quantities live here too, so every consumer computes them one way.
 #pragma once
 
@@ -17,32 +17,11 @@ class Value;
 }
 
 struct Config {
-  int64_t vocabSize = 0;
-  int64_t dModel = 0;
-  int64_t numHeads = 0;
-  int64_t numKvHeads = 0;
-  int64_t qkHeadDim = 0;
-  int64_t vHeadDim = 0;
-  int64_t numLayers = 0;
-  int64_t maxSeqLen = 0;
-  double ropeTheta = 0;
-  int64_t slidingWindow = 0;
-  std::vector<int64_t> globalLayers;
-  std::vector<int64_t> engramLayers;
-  std::vector<int64_t> engramOrders;
-  int64_t engramSlots = 0;
-  int64_t engramHeads = 0; // as written; 0 = derived, see engramHeadCount()
-  int64_t mhcLanes = 4;
-  int64_t qkvConvTaps = 0;
-  int64_t embeddingDim = 0;
-  int64_t embeddingProbes = 0;
-  int64_t embeddingQueries = 0;
-  int64_t confidenceProbes = 0;
-  int64_t confidenceQueries = 0;
-  int64_t padTokenId = 0;
-  double rmsEps = 0;
-  std::optional<std::vector<int64_t>> ladderOrder;
-  std::optional<std::vector<int64_t>> sourceBlocks;
+#define NEEDLE_CONFIG_INT(key, member, init) int64_t member = init;
+#define NEEDLE_CONFIG_REAL(key, member) double member = 0;
+#define NEEDLE_CONFIG_LIST(key, member) std::vector<int64_t> member;
+#define NEEDLE_CONFIG_OPTIONAL_LIST(key, member) std::optional<std::vector<int64_t>> member;
+#include "Model/ConfigFields.def"
   QuantScheme quantization;
 
   // Derived quantities (valid after validate()).
@@ -66,13 +45,13 @@ struct Config {
 /// Parses and validates config.json text; errors name `source` and the field.
 Config parseConfig(std::string_view text, std::string_view source);
 
-/// Checks every rule of spec/model.md; errors read "<source>: <field>: <problem>".
+/// Checks every rule of docs/model.md; errors read "<source>: <field>: <problem>".
 void validateConfig(const Config &config, std::string_view source);
 
 /// config.json text (fields in spec order, optional ones only when present).
 std::string writeConfig(const Config &config);
 
-/// The needle3 and tiny presets of spec/cli.md.
+/// The needle3 and tiny presets of docs/command-line.md.
 Config presetConfig(std::string_view name);
 
 } // namespace needle

@@ -28,13 +28,19 @@ std::vector<int64_t> bisectionOrder(int64_t numLayers) {
   return order;
 }
 
-void validateDepth(int64_t depth, int64_t numLayers, std::string_view source) {
+std::optional<std::string> depthProblem(int64_t depth, int64_t numLayers) {
   if (depth == numLayers)
-    return; // the whole model is always a valid depth
+    return std::nullopt; // the whole model is always a valid depth
   if (numLayers < 2)
-    fail("{}: --layers: the model has {} block, a ladder needs at least 2", source, numLayers);
+    return fmt::format("the model has {} block, a ladder needs at least 2", numLayers);
   if (depth < 2 || depth > numLayers)
-    fail("{}: --layers: depth {} is outside 2..{}", source, depth, numLayers);
+    return fmt::format("depth {} is outside 2..{}", depth, numLayers);
+  return std::nullopt;
+}
+
+void validateDepth(int64_t depth, int64_t numLayers, std::string_view source) {
+  if (std::optional<std::string> problem = depthProblem(depth, numLayers))
+    fail("{}: --layers: {}", source, *problem);
 }
 
 std::vector<int64_t> keptBlocks(const std::vector<int64_t> &order, int64_t depth) {

@@ -1,4 +1,4 @@
-// The tensors a config implies (spec/model.md "Tensors"): names, shapes and how each is stored.
+// The tensors a config implies (docs/model.md "Tensors"): names, shapes and how each is stored.
 // The one source of truth for loading, synthesis, quantization and slicing.
 #pragma once
 

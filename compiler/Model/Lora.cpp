@@ -1,5 +1,5 @@
 #include "Model/Safetensors.h"
-#include "Model/Transforms.h"
+#include "Model/Lora.h"
 #include "Support/Error.h"
 
 #include <charconv>

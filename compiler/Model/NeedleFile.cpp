@@ -4,6 +4,7 @@
 #include "Model/Validate.h"
 #include "Support/Error.h"
 #include "Support/Half.h"
+#include "Support/RoundUp.h"
 #include "needle_generated.h"
 
 #include <algorithm>
@@ -53,35 +54,15 @@ void appendPayload(std::vector<uint8_t> &payload, const Tensor &t) {
 }
 
 flatbuffers::Offset<fb::Config> buildConfig(flatbuffers::FlatBufferBuilder &b, const Config &c) {
-  auto globals = b.CreateVector(c.globalLayers);
-  auto engrams = b.CreateVector(c.engramLayers);
-  auto orders = b.CreateVector(c.engramOrders);
+  // Nested vectors and strings must exist before the table is started.
+#define NEEDLE_CONFIG_LIST(key, member) auto key = b.CreateVector(c.member);
+#include "Model/ConfigFields.def"
   auto scheme = b.CreateString(c.quantization.text);
   fb::ConfigBuilder cb(b);
-  cb.add_vocab_size(c.vocabSize);
-  cb.add_d_model(c.dModel);
-  cb.add_num_heads(c.numHeads);
-  cb.add_num_kv_heads(c.numKvHeads);
-  cb.add_qk_head_dim(c.qkHeadDim);
-  cb.add_v_head_dim(c.vHeadDim);
-  cb.add_num_layers(c.numLayers);
-  cb.add_max_seq_len(c.maxSeqLen);
-  cb.add_rope_theta(c.ropeTheta);
-  cb.add_sliding_window(c.slidingWindow);
-  cb.add_global_layers(globals);
-  cb.add_engram_layers(engrams);
-  cb.add_engram_orders(orders);
-  cb.add_engram_slots(c.engramSlots);
-  cb.add_engram_heads(c.engramHeads);
-  cb.add_mhc_lanes(c.mhcLanes);
-  cb.add_qkv_conv_taps(c.qkvConvTaps);
-  cb.add_embedding_dim(c.embeddingDim);
-  cb.add_embedding_probes(c.embeddingProbes);
-  cb.add_embedding_queries(c.embeddingQueries);
-  cb.add_confidence_probes(c.confidenceProbes);
-  cb.add_confidence_queries(c.confidenceQueries);
-  cb.add_pad_token_id(c.padTokenId);
-  cb.add_rms_eps(c.rmsEps);
+#define NEEDLE_CONFIG_INT(key, member, init) cb.add_##key(c.member);
+#define NEEDLE_CONFIG_REAL(key, member) cb.add_##key(c.member);
+#define NEEDLE_CONFIG_LIST(key, member) cb.add_##key(key);
+#include "Model/ConfigFields.def"
   cb.add_quantization_scheme(scheme);
   cb.add_quantization_group_size(c.quantization.groupSize);
   return cb.Finish();
@@ -95,30 +76,10 @@ Config readConfig(const fb::Config *c, std::string_view source) {
   if (!c)
     fail("{}: config: missing", source);
   Config config;
-  config.vocabSize = c->vocab_size();
-  config.dModel = c->d_model();
-  config.numHeads = c->num_heads();
-  config.numKvHeads = c->num_kv_heads();
-  config.qkHeadDim = c->qk_head_dim();
-  config.vHeadDim = c->v_head_dim();
-  config.numLayers = c->num_layers();
-  config.maxSeqLen = c->max_seq_len();
-  config.ropeTheta = c->rope_theta();
-  config.slidingWindow = c->sliding_window();
-  config.globalLayers = longs(c->global_layers());
-  config.engramLayers = longs(c->engram_layers());
-  config.engramOrders = longs(c->engram_orders());
-  config.engramSlots = c->engram_slots();
-  config.engramHeads = c->engram_heads();
-  config.mhcLanes = c->mhc_lanes();
-  config.qkvConvTaps = c->qkv_conv_taps();
-  config.embeddingDim = c->embedding_dim();
-  config.embeddingProbes = c->embedding_probes();
-  config.embeddingQueries = c->embedding_queries();
-  config.confidenceProbes = c->confidence_probes();
-  config.confidenceQueries = c->confidence_queries();
-  config.padTokenId = c->pad_token_id();
-  config.rmsEps = c->rms_eps();
+#define NEEDLE_CONFIG_INT(key, member, init) config.member = c->key();
+#define NEEDLE_CONFIG_REAL(key, member) config.member = c->key();
+#define NEEDLE_CONFIG_LIST(key, member) config.member = longs(c->key());
+#include "Model/ConfigFields.def"
   config.quantization = parseScheme(c->quantization_scheme() ? c->quantization_scheme()->str() : "",
                                     c->quantization_group_size(), source);
   return config;
@@ -141,7 +102,7 @@ std::vector<uint8_t> serializeNeedle(const Model &model) {
   for (const auto &[prefix, members] : groups) {
     std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
     for (const auto &[leaf, t] : members) {
-      payload.resize((payload.size() + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment, 0);
+      payload.resize(roundUp(payload.size(), kNeedleAlignment), 0);
       const uint64_t offset = payload.size();
       appendPayload(payload, *t);
       if (payload.size() > UINT32_MAX)
@@ -168,7 +129,7 @@ std::vector<uint8_t> serializeNeedle(const Model &model) {
   fb::FinishSizePrefixedModelBuffer(b, root);
 
   std::vector<uint8_t> file(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-  file.resize((file.size() + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment, 0);
+  file.resize(roundUp(file.size(), kNeedleAlignment), 0);
   file.insert(file.end(), payload.begin(), payload.end());
   return file;
 }
@@ -190,7 +151,7 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
   if (root->format_version() != kNeedleFormatVersion)
     fail("{}: format_version {} is not supported (this needlec reads {})", source, root->format_version(),
          kNeedleFormatVersion);
-  const uint64_t payloadStart = (headerSize + 4 + kNeedleAlignment - 1) / kNeedleAlignment * kNeedleAlignment;
+  const uint64_t payloadStart = roundUp(headerSize + 4, kNeedleAlignment);
   if (bytes.size() < payloadStart || bytes.size() - payloadStart != root->payload_size())
     fail("{}: truncated or padded: the payload should be {} bytes, the file holds {}", source,
          root->payload_size(), bytes.size() < payloadStart ? 0 : bytes.size() - payloadStart);

@@ -2,7 +2,9 @@
 
 #include "Model/Ladder.h"
 #include "Model/ModelFiles.h"
-#include "Model/Transforms.h"
+#include "Model/Quantize.h"
+#include "Model/Slice.h"
+#include "Model/Lora.h"
 
 namespace needle {
 

@@ -1,5 +1,5 @@
 // The file-level front of every tool: load a model, merge a LoRA adapter, quantize what the
-// scheme marks CQ, then slice to the requested depth (spec/model.md, DESIGN.md steps 1-3).
+// scheme marks CQ, then slice to the requested depth (docs/model.md; the pipeline in docs/architecture.md).
 #pragma once
 
 #include "Model/Model.h"

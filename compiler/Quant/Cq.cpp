@@ -29,7 +29,7 @@ CodebookKind parseCodebookKind(std::string_view text) {
 }
 
 std::vector<float> codebook(CodebookKind kind, int bits) {
-  // Needle's shipped codebooks (spec/cq.md): exact as written, rounded to f32.
+  // Needle's shipped codebooks (docs/cq-format.md): exact as written, rounded to f32.
   static const double needle2[] = {-0.13317214, -0.039902091, 0.0400352813, 0.133460447};
   static const double needle3[] = {-0.189261362, -0.117884994, -0.0661496893, -0.0210134611,
                                    0.0221010316, 0.0667850673, 0.118262075,   0.189826027};

@@ -1,5 +1,7 @@
-// CQ quantization of spec/cq.md: Walsh-Hadamard-rotated groups of 128 against one codebook.
+// CQ quantization of docs/cq-format.md: Walsh-Hadamard-rotated groups of 128 against one codebook.
 #pragma once
+
+#include "Support/RoundUp.h"
 
 #include <cstdint>
 #include <span>
@@ -28,7 +30,7 @@ void validateCodebook(std::span<const float> values, int bits, std::string_view 
 /// Index of the nearest codebook entry; a tie goes to the lower index.
 uint8_t nearestIndex(float z, std::span<const float> codebook);
 
-inline int64_t paddedCols(int64_t cols) { return (cols + kGroup - 1) / kGroup * kGroup; }
+inline int64_t paddedCols(int64_t cols) { return roundUp(cols, kGroup); }
 inline int64_t packedRowBytes(int64_t cols, int bits) { return paddedCols(cols) * bits / 8; }
 inline int64_t groupsPerRow(int64_t cols) { return paddedCols(cols) / kGroup; }
 

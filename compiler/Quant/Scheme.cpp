@@ -31,8 +31,8 @@ QuantScheme parseScheme(std::string_view text, int64_t groupSize, std::string_vi
   QuantScheme scheme;
   scheme.text = std::string(text);
   scheme.groupSize = groupSize;
-  if (groupSize != 128)
-    fail("{}: quantization.group_size: {} is not supported (CQ groups are 128)", source, groupSize);
+  if (groupSize != cq::kGroup)
+    fail("{}: quantization.group_size: {} is not supported (CQ groups are {})", source, groupSize, cq::kGroup);
   if (text == "none")
     return scheme;
   for (std::string_view item : splitList(text)) {

@@ -1,5 +1,7 @@
-// quantization.scheme of spec/cq.md: which tensors become CQ and at how many bits.
+// quantization.scheme of docs/cq-format.md: which tensors become CQ and at how many bits.
 #pragma once
+
+#include "Quant/Cq.h"
 
 #include <cstdint>
 #include <string>
@@ -11,7 +13,7 @@ namespace needle {
 
 struct QuantScheme {
   std::string text = "none"; // as written in config.json
-  int64_t groupSize = 128;
+  int64_t groupSize = cq::kGroup;
   std::vector<std::pair<std::string, int>> rules; // prefix=bits, in written order, no default
   int defaultBits = 0;                            // 0 with "none"
 

@@ -1,4 +1,4 @@
-// The per-position pieces of a ladder block (spec/model.md "Blocks"), shared by both interpreter
+// The per-position pieces of a ladder block (docs/model.md "Blocks"), shared by both interpreter
 // modes and by the IR evaluator. Each takes exactly the values its formula needs. What differs
 // between the modes (taps over time, attention over the past, pooling) lives in Sequence.cpp
 // and Session.cpp.

@@ -1,4 +1,4 @@
-// The confidence and embedding heads (spec/model.md "Heads"): pooling cells into R[r, k], then
+// The confidence and embedding heads (docs/model.md "Heads"): pooling cells into R[r, k], then
 // the query mix and the projections.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The reference interpreter: spec/model.md in plain f32 C++, the oracle every pass, backend
+// The reference interpreter: docs/model.md in plain f32 C++, the oracle every pass, backend
 // and target is checked against. Two modes that must agree: the whole sequence at once
 // (layer by layer over all positions), and a session fed token by token with its KV, tap and
 // pooling state.

@@ -1,4 +1,4 @@
-// The reference interpreter's math, one plain function per formula of spec/model.md. Values
+// The reference interpreter's math, one plain function per formula of docs/model.md. Values
 // are f32; sums are accumulated in double so the oracle sits closer to exact arithmetic than
 // any backend it judges.
 #pragma once

@@ -1,6 +1,7 @@
 #include "Support/CommandLine.h"
 
 #include "Support/Error.h"
+#include "Support/Version.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,6 +12,11 @@ namespace needle {
 
 CommandLine::CommandLine(std::string tool, std::string usage, std::vector<Option> options)
     : tool_(std::move(tool)), usage_(std::move(usage)), options_(std::move(options)) {}
+
+void CommandLine::passThrough(std::string prefix, std::string help) {
+  passThroughPrefix_ = std::move(prefix);
+  passThroughHelp_ = std::move(help);
+}
 
 bool CommandLine::parse(int argc, char **argv) {
   bool onlyPositionals = false;
@@ -27,6 +33,15 @@ bool CommandLine::parse(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(help().c_str(), stdout);
       return false;
+    }
+    if (arg == "--version") {
+      std::fputs(versionText(tool_).c_str(), stdout);
+      return false;
+    }
+    if (!passThroughPrefix_.empty() &&
+        (arg.starts_with("--" + passThroughPrefix_) || arg.starts_with("-" + passThroughPrefix_))) {
+      passedThrough_.push_back(arg);
+      continue;
     }
     std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
     std::optional<std::string> inlineValue;
@@ -95,6 +110,9 @@ std::string CommandLine::help() const {
       flag += " " + o.valueName;
     text += fmt::format("  {:<26} {}\n", flag, o.help);
   }
+  if (!passThroughPrefix_.empty())
+    text += fmt::format("  {:<26} {}\n", "--" + passThroughPrefix_ + "*", passThroughHelp_);
+  text += fmt::format("  {:<26} {}\n", "--version", "print the version, the commit and the LLVM/Halide versions");
   text += fmt::format("  {:<26} {}\n", "-h, --help", "print this help");
   return text;
 }

@@ -21,8 +21,12 @@ public:
 
   CommandLine(std::string tool, std::string usage, std::vector<Option> options);
 
+  /// Collects every argument that starts with `--<prefix>` (or `-<prefix>`) unparsed, for
+  /// another parser (needlec hands `--mlir-*` to MLIR's); `help` describes them in --help.
+  void passThrough(std::string prefix, std::string help);
+
   /// Parses argv; throws Error for unknown flags or missing values. Returns false when --help
-  /// was given (the help text has been printed).
+  /// or --version was given (the text has been printed).
   bool parse(int argc, char **argv);
 
   bool has(const std::string &name) const { return values_.count(name) > 0; }
@@ -31,6 +35,8 @@ public:
   /// An integer flag's value; errors name the flag.
   std::optional<int64_t> integer(const std::string &name) const;
   const std::vector<std::string> &positionals() const { return positionals_; }
+  /// The arguments collected by passThrough(), in order.
+  const std::vector<std::string> &passedThrough() const { return passedThrough_; }
   /// The one positional argument, named `what` in errors when it is missing or repeated.
   const std::string &onlyPositional(const std::string &what) const;
   std::string help() const;
@@ -38,6 +44,8 @@ public:
 private:
   std::string tool_, usage_;
   std::vector<Option> options_;
+  std::string passThroughPrefix_, passThroughHelp_;
+  std::vector<std::string> passedThrough_;
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positionals_;
 };

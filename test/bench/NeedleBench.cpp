@@ -9,9 +9,11 @@
 #include "Model/Ladder.h"
 #include "Model/NeedleFile.h"
 #include "Model/Synth.h"
-#include "Model/Transforms.h"
+#include "Model/Quantize.h"
+#include "Model/Slice.h"
 #include "Reference/Interpreter.h"
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"

@@ -4,8 +4,8 @@
 This is a second implementation of the forward pass, written in plain Python + numpy straight
 from the written contract only:
 
-    shared/spec/model.md  (config, tensor names, forward pass, ladder)
-    shared/spec/cq.md     ("Decode", "Pre-quantized input", default codebooks)
+    docs/model.md  (config, tensor names, forward pass, ladder)
+    docs/cq-format.md     ("Decode", "Pre-quantized input", default codebooks)
 
 It was written without looking at any other implementation (in particular not at the C++ code of
 needlec), so that agreement between the two is evidence that both read the spec the same way.

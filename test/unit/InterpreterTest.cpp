@@ -1,3 +1,5 @@
+#include "Model/Lora.h"
+#include "Model/Slice.h"
 #include "Model/ModelFiles.h"
 #include "Model/Safetensors.h"
 #include "Reference/Block.h"

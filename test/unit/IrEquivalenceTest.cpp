@@ -6,7 +6,8 @@
 #include "Reference/Interpreter.h"
 #include "Support/Error.h"
 #include "TestModels.h"
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"

@@ -4,7 +4,7 @@
 #include "Model/Config.h"
 #include "Model/Model.h"
 #include "Model/Synth.h"
-#include "Model/Transforms.h"
+#include "Model/Quantize.h"
 
 #include <filesystem>
 #include <string>

@@ -1,5 +1,6 @@
 // needle-opt: mlir-opt with the needle dialect and needlec's passes registered.
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
+#include "Support/Version.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -10,6 +11,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<needle::ir::NeedleDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
   needle::registerNeedlePasses();
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << needle::versionText("needle-opt"); });
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "needle-opt: the needle dialect and passes\n", registry));

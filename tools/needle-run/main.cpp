@@ -1,4 +1,4 @@
-// needle-run: runs the reference interpreter on a model and prints one JSON object (spec/cli.md).
+// needle-run: runs the reference interpreter on a model and prints one JSON object (docs/command-line.md).
 #include "Evaluate/Evaluator.h"
 #include "Import/Importer.h"
 #include "Model/Ladder.h"

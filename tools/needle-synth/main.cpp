@@ -1,10 +1,10 @@
-// needle-synth: writes a random model (or LoRA adapter) for tests and demos (spec/cli.md).
+// needle-synth: writes a random model (or LoRA adapter) for tests and demos (docs/command-line.md).
 #include "Model/Config.h"
 #include "Model/Layout.h"
 #include "Model/ModelFiles.h"
 #include "Model/Safetensors.h"
 #include "Model/Synth.h"
-#include "Model/Transforms.h"
+#include "Model/Quantize.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"

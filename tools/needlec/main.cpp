@@ -1,5 +1,5 @@
-// needlec: the ahead-of-time compiler driver (spec/cli.md). This build emits .needle models;
-// the MLIR pipeline and the backends arrive with later issues and say so until then.
+// needlec: the ahead-of-time compiler driver (docs/command-line.md). This build emits .needle
+// models and needle-dialect IR; the backends arrive with later issues and say so until then.
 #include "Import/Importer.h"
 #include "Model/Ladder.h"
 #include "Model/ModelFiles.h"
@@ -8,10 +8,15 @@
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <algorithm>
 #include <cctype>
@@ -70,25 +75,61 @@ void printStats(const Model &model, uint64_t fileBytes) {
   std::printf("container overhead: %.4f%%\n", 100.0 * (fileBytes - payload) / std::max<uint64_t>(payload, 1));
 }
 
-/// Online rotations before and after folding, and float weights left, for `model` at full depth.
+/// Online rotations before and after folding, and float weights left.
 struct PipelineFigures {
   int64_t rotationsBefore = 0, rotationsAfter = 0, dequantizedWeights = 0;
 };
 
+/// Counts the online rotations just before needle-fold-hadamard runs (after any slicing), so
+/// one pass manager runs the whole pipeline and --mlir-timing reports it in one table.
+class RotationsBeforeFolding : public mlir::PassInstrumentation {
+public:
+  explicit RotationsBeforeFolding(int64_t &count) : count_(count) {}
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass->getArgument() == "needle-fold-hadamard")
+      count_ = countOnlineRotations(mlir::cast<mlir::ModuleOp>(op));
+  }
+
+private:
+  int64_t &count_;
+};
+
+/// Registers MLIR's pass-manager, timing and printing flags and parses the --mlir-* arguments.
+void parseMlirFlags(const std::vector<std::string> &args) {
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  std::vector<const char *> argv = {"needlec"};
+  for (const std::string &arg : args)
+    argv.push_back(arg.c_str());
+  std::string errors;
+  llvm::raw_string_ostream stream(errors);
+  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", &stream)) {
+    std::string_view first = stream.str();
+    first = first.substr(0, first.find('\n'));
+    if (first.starts_with("needlec: "))
+      first.remove_prefix(9);
+    fail("{}", first);
+  }
+}
+
 PipelineFigures runPipeline(mlir::ModuleOp module, std::optional<int64_t> depth, bool optimize) {
   PipelineFigures figures;
-  auto run = [&](auto build) {
-    mlir::PassManager pm(module.getContext());
-    build(pm);
-    if (mlir::failed(pm.run(module)))
-      fail("the pass pipeline failed (see the diagnostics above)");
-  };
-  if (depth)
-    run([&](mlir::PassManager &pm) { pm.addPass(createSliceDepth(SliceDepthOptions{*depth})); });
-  figures.rotationsBefore = countOnlineRotations(module);
+  mlir::PassManager pm(module.getContext());
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    fail("--mlir-*: the pass manager options are inconsistent");
+  mlir::applyDefaultTimingPassManagerCLOptions(pm);
   if (optimize)
-    run([&](mlir::PassManager &pm) { buildDefaultPipeline(pm, 0); });
+    buildDefaultPipeline(pm, depth.value_or(0));
+  else if (depth)
+    pm.addPass(createSliceDepth(SliceDepthOptions{*depth}));
+  pm.addInstrumentation(std::make_unique<RotationsBeforeFolding>(figures.rotationsBefore));
+  if (mlir::failed(pm.run(module)))
+    fail("the pass pipeline failed (see the diagnostics above)");
   figures.rotationsAfter = countOnlineRotations(module);
+  if (!optimize)
+    figures.rotationsBefore = figures.rotationsAfter;
   figures.dequantizedWeights = countDequantizedWeights(module);
   return figures;
 }
@@ -145,7 +186,7 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
   const PipelineFigures figures = runPipeline(*module, depth, passes == "default");
   std::string text;
   llvm::raw_string_ostream stream(text);
-  module->print(stream);
+  module->print(stream, mlir::OpPrintingFlags()); // honours --mlir-print-debuginfo
   stream << "\n"; // as needle-opt prints it, so the two compare as text
   stream.flush();
   if (out == "-") {
@@ -202,8 +243,11 @@ int run(int argc, char **argv) {
                   {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
                   {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
                   {"o", "OUT", "output path (- for stdout with --emit mlir)"}});
+  cl.passThrough("mlir-", "MLIR's pass-manager and printing flags: --mlir-timing, --mlir-print-ir-after-all, "
+                          "--mlir-print-ir-after=<pass>, --mlir-print-debuginfo, ...");
   if (!cl.parse(argc, argv))
     return 0;
+  parseMlirFlags(cl.passedThrough());
   const std::string input = cl.onlyPositional("MODEL");
   const std::string emit = cl.value("emit").value_or("obj");
   if (emit == "obj" || emit == "cpp" || emit == "llvm")

@@ -8,19 +8,50 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "Quant/Cq.h"
+#include "Support/RoundUp.h"
 
 using namespace mlir;
 using namespace needle::ir;
 
 #include "Needle/IR/NeedleOpsDialect.cpp.inc"
 
+#include "Needle/IR/NeedleEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Needle/IR/NeedleAttrs.cpp.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "Needle/IR/NeedleOpsTypes.cpp.inc"
+
+namespace {
+
+/// needle.head's kind as a bare keyword: `needle.head confidence(...)`.
+ParseResult parseHeadKind(OpAsmParser &parser, HeadKindAttr &kind) {
+  StringRef keyword;
+  const SMLoc loc = parser.getCurrentLocation();
+  if (failed(parser.parseKeyword(&keyword)))
+    return failure();
+  std::optional<HeadKind> value = symbolizeHeadKind(keyword);
+  if (!value)
+    return parser.emitError(loc, "head kind must be confidence or embedding, got ") << keyword;
+  kind = HeadKindAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+void printHeadKind(OpAsmPrinter &printer, Operation *, HeadKindAttr kind) {
+  printer << stringifyHeadKind(kind.getValue());
+}
+
+} // namespace
 
 #define GET_OP_CLASSES
 #include "Needle/IR/NeedleOps.cpp.inc"
 
 void NeedleDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Needle/IR/NeedleAttrs.cpp.inc"
+      >();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "Needle/IR/NeedleOpsTypes.cpp.inc"
@@ -60,31 +91,13 @@ int64_t CqType::getRows() const {
   return rows;
 }
 
-int64_t CqType::getPaddedCols() const { return (getCols() + getGroup() - 1) / getGroup() * getGroup(); }
+int64_t CqType::getPaddedCols() const { return needle::roundUp(getCols(), getGroup()); }
 
 //===----------------------------------------------------------------------===//
 // Verifier helpers
 //===----------------------------------------------------------------------===//
 
-#define CHECK(expr)                                                                                           \
-  if (failed(expr))                                                                                           \
-    return failure();
-
 namespace {
-
-/// Every tensor operand and result has a static shape.
-LogicalResult verifyStatic(Operation *op) {
-  auto check = [&](Type type) -> LogicalResult {
-    if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && !tensor.hasStaticShape())
-      return op->emitOpError("needs static shapes, got ") << type;
-    return success();
-  };
-  for (Type type : op->getOperandTypes())
-    CHECK(check(type));
-  for (Type type : op->getResultTypes())
-    CHECK(check(type));
-  return success();
-}
 
 int64_t length(Value value) { return cast<RankedTensorType>(value.getType()).getDimSize(0); }
 ArrayRef<int64_t> shapeOf(Value value) { return cast<RankedTensorType>(value.getType()).getShape(); }
@@ -107,13 +120,35 @@ LogicalResult expectShape(Operation *op, Value value, ArrayRef<int64_t> expected
   return success();
 }
 
+/// One expected shape of a verifier's list; a single dimension is reported as a length.
+struct Expected {
+  Value value;
+  SmallVector<int64_t, 2> shape;
+  StringRef what;
+};
+
+/// Checks each value in order and reports the first that differs.
+LogicalResult expectShapes(Operation *op, std::initializer_list<Expected> expected) {
+  for (const Expected &e : expected) {
+    const LogicalResult result = e.shape.size() == 1 ? expectLength(op, e.value, e.shape[0], e.what)
+                                                     : expectShape(op, e.value, e.shape, e.what);
+    if (failed(result))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult expectPositive(Operation *op, int64_t value, StringRef what) {
   if (value <= 0)
     return op->emitOpError() << what << " must be positive, got " << value;
   return success();
 }
 
-int64_t roundUp(int64_t n, int64_t group) { return (n + group - 1) / group * group; }
+LogicalResult verifyLanes(Operation *op, Value lanes) {
+  if (shapeOf(lanes)[0] != 4)
+    return op->emitOpError("lanes must be [4, d_model], got ") << lanes.getType();
+  return success();
+}
 
 } // namespace
 
@@ -122,7 +157,6 @@ int64_t roundUp(int64_t n, int64_t group) { return (n + group - 1) / group * gro
 //===----------------------------------------------------------------------===//
 
 LogicalResult WeightOp::verify() {
-  CHECK(verifyStatic(*this));
   if (getName().empty())
     return emitOpError("needs a weight name");
   // I64Attr getters are unsigned; the signed value is what was written.
@@ -136,34 +170,28 @@ LogicalResult WeightOp::verify() {
 }
 
 LogicalResult CqDequantOp::verify() {
-  CHECK(verifyStatic(*this));
   CqType type = getWeight().getType();
   return expectShape(*this, getResult(), {type.getRows(), type.getPaddedCols()}, "result");
 }
 
 LogicalResult MatmulOp::verify() {
-  CHECK(verifyStatic(*this));
   ArrayRef<int64_t> matrix = shapeOf(getMatrix());
-  CHECK(expectLength(*this, getInput(), matrix[1], "input"));
-  return expectLength(*this, getResult(), matrix[0], "result");
+  return expectShapes(*this, {{getInput(), {matrix[1]}, "input"}, {getResult(), {matrix[0]}, "result"}});
 }
 
 LogicalResult CqMatmulOp::verify() {
-  CHECK(verifyStatic(*this));
   CqType type = getWeight().getType();
   if (type.getShape().size() != 2)
     return emitOpError("weight must be a CQ matrix");
-  CHECK(expectLength(*this, getInput(), type.getPaddedCols(),
-                     "input (rotated, padded to whole groups)"));
-  return expectLength(*this, getResult(), type.getRows(), "result");
+  return expectShapes(*this, {{getInput(), {type.getPaddedCols()}, "input (rotated, padded to whole groups)"},
+                              {getResult(), {type.getRows()}, "result"}});
 }
 
 LogicalResult HadamardOp::verify() {
-  CHECK(verifyStatic(*this));
   const int64_t group = getGroup();
   if (group < 1 || (group & (group - 1)))
     return emitOpError("group must be a power of two, got ") << group;
-  return expectLength(*this, getResult(), roundUp(length(getInput()), group), "result");
+  return expectLength(*this, getResult(), needle::roundUp(length(getInput()), group), "result");
 }
 
 OpFoldResult HadamardOp::fold(FoldAdaptor adaptor) {
@@ -183,7 +211,6 @@ OpFoldResult HadamardOp::fold(FoldAdaptor adaptor) {
 }
 
 LogicalResult CqGatherOp::verify() {
-  CHECK(verifyStatic(*this));
   CqType type = getTable().getType();
   if (type.getShape().size() != 2)
     return emitOpError("table must be a CQ matrix");
@@ -191,15 +218,16 @@ LogicalResult CqGatherOp::verify() {
 }
 
 LogicalResult EngramGatherOp::verify() {
-  CHECK(verifyStatic(*this));
   CqType type = getTables().getType();
   if (type.getShape().size() != 3)
     return emitOpError("tables must be [tables, slots, sub_dim]");
   if (getOrders().empty())
     return emitOpError("needs at least one order");
   for (int64_t order : getOrders())
-    CHECK(expectPositive(*this, order, "every order"));
-  CHECK(expectPositive(*this, getHeads(), "heads"));
+    if (failed(expectPositive(*this, order, "every order")))
+      return failure();
+  if (failed(expectPositive(*this, getHeads(), "heads")))
+    return failure();
   const int64_t tables = static_cast<int64_t>(getOrders().size()) * static_cast<int64_t>(getHeads());
   if (type.getShape()[0] != tables)
     return emitOpError("has ") << type.getShape()[0] << " tables, orders x heads is " << tables;
@@ -207,9 +235,8 @@ LogicalResult EngramGatherOp::verify() {
 }
 
 LogicalResult UnpadRowsOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectPositive(*this, getRows(), "rows"));
-  CHECK(expectPositive(*this, getWidth(), "width"));
+  if (failed(expectPositive(*this, getRows(), "rows")) || failed(expectPositive(*this, getWidth(), "width")))
+    return failure();
   const int64_t rows = static_cast<int64_t>(getRows()), width = static_cast<int64_t>(getWidth());
   if (length(getInput()) % rows || length(getInput()) / rows < width)
     return emitOpError("input of length ") << length(getInput()) << " is not " << getRows()
@@ -221,66 +248,50 @@ LogicalResult UnpadRowsOp::verify() {
 // Lanes
 //===----------------------------------------------------------------------===//
 
-LogicalResult ScaleOp::verify() {
-  CHECK(verifyStatic(*this));
-  return expectLength(*this, getResult(), length(getInput()), "result");
-}
-
 LogicalResult LanesInitOp::verify() {
-  CHECK(verifyStatic(*this));
   return expectShape(*this, getResult(), {4, length(getInput())}, "result");
 }
 
-namespace {
-LogicalResult verifyLanes(Operation *op, Value lanes) {
-  if (shapeOf(lanes)[0] != 4)
-    return op->emitOpError("lanes must be [4, d_model], got ") << lanes.getType();
-  return success();
-}
-} // namespace
-
 LogicalResult LaneNormOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(verifyLanes(*this, getLanes()));
+  if (failed(verifyLanes(*this, getLanes())))
+    return failure();
   return expectLength(*this, getResult(), 4 * shapeOf(getLanes())[1], "result");
 }
 
 LogicalResult MhcGatesOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectLength(*this, getPre(), 4, "pre"));
-  CHECK(expectLength(*this, getPost(), 4, "post"));
-  CHECK(expectLength(*this, getRes(), 16, "res"));
-  CHECK(expectLength(*this, getA(), 3, "a"));
-  CHECK(expectLength(*this, getBPre(), 4, "b_pre"));
-  CHECK(expectLength(*this, getBPost(), 4, "b_post"));
-  CHECK(expectShape(*this, getBRes(), {4, 4}, "b_res"));
-  CHECK(expectLength(*this, getHPre(), 4, "h_pre"));
-  CHECK(expectLength(*this, getHPost(), 4, "h_post"));
-  CHECK(expectShape(*this, getMix(), {4, 4}, "mix"));
+  if (failed(expectShapes(*this, {{getPre(), {4}, "pre"},
+                                  {getPost(), {4}, "post"},
+                                  {getRes(), {16}, "res"},
+                                  {getA(), {3}, "a"},
+                                  {getBPre(), {4}, "b_pre"},
+                                  {getBPost(), {4}, "b_post"},
+                                  {getBRes(), {4, 4}, "b_res"},
+                                  {getHPre(), {4}, "h_pre"},
+                                  {getHPost(), {4}, "h_post"},
+                                  {getMix(), {4, 4}, "mix"}})))
+    return failure();
   if (getPositionAttr().getInt() < 0)
     return emitOpError("position must be non-negative, got ") << getPositionAttr().getInt();
   return success();
 }
 
 LogicalResult LaneReadOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(verifyLanes(*this, getLanes()));
-  CHECK(expectLength(*this, getHPre(), 4, "h_pre"));
-  return expectLength(*this, getResult(), shapeOf(getLanes())[1], "result");
+  if (failed(verifyLanes(*this, getLanes())))
+    return failure();
+  return expectShapes(*this, {{getHPre(), {4}, "h_pre"}, {getResult(), {shapeOf(getLanes())[1]}, "result"}});
 }
 
 LogicalResult LaneWriteOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(verifyLanes(*this, getLanes()));
-  CHECK(expectShape(*this, getMix(), {4, 4}, "mix"));
-  CHECK(expectLength(*this, getHPost(), 4, "h_post"));
-  CHECK(expectLength(*this, getUpdate(), shapeOf(getLanes())[1], "update"));
-  return expectShape(*this, getResult(), shapeOf(getLanes()), "result");
+  if (failed(verifyLanes(*this, getLanes())))
+    return failure();
+  return expectShapes(*this, {{getMix(), {4, 4}, "mix"},
+                              {getHPost(), {4}, "h_post"},
+                              {getUpdate(), {shapeOf(getLanes())[1]}, "update"}});
 }
 
 LogicalResult LaneMeanOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(verifyLanes(*this, getLanes()));
+  if (failed(verifyLanes(*this, getLanes())))
+    return failure();
   return expectLength(*this, getResult(), shapeOf(getLanes())[1], "result");
 }
 
@@ -288,46 +299,36 @@ LogicalResult LaneMeanOp::verify() {
 // Block internals
 //===----------------------------------------------------------------------===//
 
-LogicalResult EngramGateOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectLength(*this, getKey(), length(getU()), "key"));
-  CHECK(expectLength(*this, getValue(), length(getU()), "value"));
-  return expectLength(*this, getResult(), length(getU()), "result");
-}
-
 LogicalResult CausalTapsOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectPositive(*this, getStride(), "stride"));
-  CHECK(expectPositive(*this, shapeOf(getTaps())[0], "the number of taps"));
-  CHECK(expectLength(*this, getInput(), shapeOf(getTaps())[1], "input"));
-  return expectLength(*this, getResult(), length(getInput()), "result");
+  if (failed(expectPositive(*this, getStride(), "stride")) ||
+      failed(expectPositive(*this, shapeOf(getTaps())[0], "the number of taps")))
+    return failure();
+  return expectLength(*this, getInput(), shapeOf(getTaps())[1], "input");
 }
 
 LogicalResult ZcNormOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectPositive(*this, getHeads(), "heads"));
+  if (failed(expectPositive(*this, getHeads(), "heads")))
+    return failure();
   if (length(getInput()) % getHeads())
     return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads()
                                            << " heads";
-  CHECK(expectLength(*this, getScale(), length(getInput()) / getHeads(), "scale"));
-  return expectLength(*this, getResult(), length(getInput()), "result");
+  return expectLength(*this, getScale(), length(getInput()) / getHeads(), "scale");
 }
 
 LogicalResult RopeOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectPositive(*this, getHeads(), "heads"));
+  if (failed(expectPositive(*this, getHeads(), "heads")))
+    return failure();
   if (length(getInput()) % (2 * getHeads()))
     return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads()
                                            << " heads of even size";
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError("theta must be positive");
-  return expectLength(*this, getResult(), length(getInput()), "result");
+  return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectPositive(*this, getHeads(), "heads"));
-  CHECK(expectPositive(*this, getKvHeads(), "kv_heads"));
+  if (failed(expectPositive(*this, getHeads(), "heads")) || failed(expectPositive(*this, getKvHeads(), "kv_heads")))
+    return failure();
   if (getHeads() % getKvHeads())
     return emitOpError("kv_heads ") << getKvHeads() << " does not divide heads " << getHeads();
   if (getWindowAttr().getInt() < 0)
@@ -335,50 +336,33 @@ LogicalResult AttentionOp::verify() {
   if (length(getQuery()) % getHeads() || length(getValue()) % getKvHeads())
     return emitOpError("query and value must split evenly into heads");
   const int64_t headDim = length(getQuery()) / getHeads(), valueDim = length(getValue()) / getKvHeads();
-  CHECK(expectLength(*this, getKey(), getKvHeads() * headDim, "key"));
-  return expectLength(*this, getResult(), getHeads() * valueDim, "result");
+  return expectShapes(*this, {{getKey(), {getKvHeads() * headDim}, "key"},
+                              {getResult(), {getHeads() * valueDim}, "result"}});
 }
 
-LogicalResult SigmoidGateOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectLength(*this, getGate(), length(getInput()), "gate"));
-  return expectLength(*this, getResult(), length(getInput()), "result");
-}
-
-LogicalResult ResidualGateOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectLength(*this, getUpdate(), length(getInput()), "update"));
-  CHECK(expectLength(*this, getNorm(), length(getInput()), "norm"));
-  CHECK(expectLength(*this, getGate(), 1, "gate"));
-  return expectLength(*this, getResult(), length(getInput()), "result");
-}
+LogicalResult ResidualGateOp::verify() { return expectLength(*this, getGate(), 1, "gate"); }
 
 LogicalResult KronMlpOp::verify() {
-  CHECK(verifyStatic(*this));
   const int64_t d = length(getInput()), n = length(getD1());
   const int64_t ba = shapeOf(getW1a())[0], bb = shapeOf(getW1b())[0];
   if (n < d || (n & (n - 1)))
     return emitOpError("MLP width ") << n << " must be a power of two >= d_model " << d;
   if (ba * bb != n)
     return emitOpError("factors ") << ba << " x " << bb << " do not multiply to the MLP width " << n;
-  CHECK(expectLength(*this, getNorm(), d, "norm"));
-  for (auto [value, name] : {std::pair{getW1a(), "w1a"}, {getW2a(), "w2a"}, {getW3a(), "w3a"}})
-    CHECK(expectShape(*this, value, {ba, ba}, name));
-  for (auto [value, name] : {std::pair{getW1b(), "w1b"}, {getW2b(), "w2b"}, {getW3b(), "w3b"}})
-    CHECK(expectShape(*this, value, {bb, bb}, name));
-  for (auto [value, name] : {std::pair{getD2(), "d2"}, {getB2(), "b2"}, {getD3(), "d3"}, {getD4(), "d4"},
-                             {getP1(), "p1"}, {getP2(), "p2"}})
-    CHECK(expectLength(*this, value, n, name));
-  CHECK(expectShape(*this, getCondV(), {d, 8}, "cond_v"));
-  CHECK(expectShape(*this, getCondU(), {8, n}, "cond_u"));
-  return expectLength(*this, getResult(), d, "result");
-}
-
-LogicalResult BlockUpdateOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(expectLength(*this, getMlp(), length(getX1()), "mlp"));
-  CHECK(expectLength(*this, getU(), length(getX1()), "u"));
-  return expectLength(*this, getResult(), length(getX1()), "result");
+  return expectShapes(*this, {{getW1a(), {ba, ba}, "w1a"},
+                              {getW2a(), {ba, ba}, "w2a"},
+                              {getW3a(), {ba, ba}, "w3a"},
+                              {getW1b(), {bb, bb}, "w1b"},
+                              {getW2b(), {bb, bb}, "w2b"},
+                              {getW3b(), {bb, bb}, "w3b"},
+                              {getD2(), {n}, "d2"},
+                              {getB2(), {n}, "b2"},
+                              {getD3(), {n}, "d3"},
+                              {getD4(), {n}, "d4"},
+                              {getP1(), {n}, "p1"},
+                              {getP2(), {n}, "p2"},
+                              {getCondV(), {d, 8}, "cond_v"},
+                              {getCondU(), {8, n}, "cond_u"}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -386,15 +370,14 @@ LogicalResult BlockUpdateOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BlockOp::verify() {
-  CHECK(verifyStatic(*this));
-  CHECK(verifyLanes(*this, getLanes()));
+  if (failed(verifyLanes(*this, getLanes())))
+    return failure();
   if (getIdAttr().getInt() < 0 || getSourceAttr().getInt() < 0)
     return emitOpError("id and source must be non-negative");
   if (getEngramSiteAttr() && getEngramSiteAttr().getInt() < 0)
     return emitOpError("engram_site must be non-negative");
-  if (getResult().getType() != getLanes().getType())
-    return emitOpError("must yield lanes of the input's type");
-  CHECK(expectLength(*this, getCell(), shapeOf(getLanes())[1], "cell"));
+  if (failed(expectLength(*this, getCell(), shapeOf(getLanes())[1], "cell")))
+    return failure();
   Block &body = getBody().front();
   if (body.getNumArguments() != 3 || body.getArgument(0).getType() != getLanes().getType() ||
       body.getArgument(1).getType() != getToken().getType() ||
@@ -417,9 +400,6 @@ LogicalResult BlockOp::verify() {
 }
 
 LogicalResult HeadOp::verify() {
-  CHECK(verifyStatic(*this));
-  if (getKind() != "confidence" && getKind() != "embedding")
-    return emitOpError("kind must be \"confidence\" or \"embedding\", got \"") << getKind() << "\"";
   ArrayRef<int64_t> probes = shapeOf(getProbes());
   if (probes.size() != 3)
     return emitOpError("probes must be [rows, probes, d_model]");
@@ -428,17 +408,18 @@ LogicalResult HeadOp::verify() {
     return emitOpError("has ") << getCells().size() << " cells but " << rows
                                << " head rows; each cell (x0, then one per block) needs its row";
   for (Value cell : getCells())
-    CHECK(expectLength(*this, cell, d, "every cell"));
-  CHECK(expectShape(*this, getGain(), {rows, count}, "gain"));
-  const int64_t queries = shapeOf(getQuery())[0];
-  CHECK(expectShape(*this, getQuery(), {queries, d}, "query"));
-  CHECK(expectShape(*this, getRowBias(), {queries, rows, count}, "row_bias"));
-  const int64_t out = shapeOf(getProj())[0];
-  CHECK(expectShape(*this, getProj(), {out, queries * d}, "proj"));
-  const bool confidence = getKind() == "confidence";
+    if (failed(expectLength(*this, cell, d, "every cell")))
+      return failure();
+  const int64_t queries = shapeOf(getQuery())[0], out = shapeOf(getProj())[0];
+  if (failed(expectShapes(*this, {{getGain(), {rows, count}, "gain"},
+                                  {getQuery(), {queries, d}, "query"},
+                                  {getRowBias(), {queries, rows, count}, "row_bias"},
+                                  {getProj(), {out, queries * d}, "proj"}})))
+    return failure();
+  const bool confidence = getKind() == HeadKind::Confidence;
   if (confidence != static_cast<bool>(getBias()))
     return emitOpError(confidence ? "confidence needs a bias" : "embedding takes no bias");
-  if (getBias())
-    CHECK(expectLength(*this, getBias(), out, "bias"));
+  if (getBias() && failed(expectLength(*this, getBias(), out, "bias")))
+    return failure();
   return expectLength(*this, getResult(), out, "result");
 }

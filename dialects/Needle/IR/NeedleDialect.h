@@ -5,9 +5,15 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "Needle/IR/NeedleOpsDialect.h.inc"
+
+#include "Needle/IR/NeedleEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "Needle/IR/NeedleAttrs.h.inc"
 
 #define GET_TYPEDEF_CLASSES
 #include "Needle/IR/NeedleOpsTypes.h.inc"
@@ -22,5 +28,4 @@ inline constexpr const char *kModelAttr = "needle.model";         // the model f
 inline constexpr const char *kCodebooksAttr = "needle.codebooks"; // {cq2 = array<f32: ...>, ...}
 inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the ladder order of the blocks
 
-
-} // namespace needle::ir
+}  // namespace needle::ir

@@ -7,7 +7,7 @@ def Needle_Dialect : Dialect {
   let name = "needle";
   let summary = "The SAN ladder graph of Needle-style models";
   let description = [{
-    One decode step of a Needle 3 ladder model (spec/model.md), at the granularity the
+    One decode step of a Needle 3 ladder model (docs/model.md), at the granularity the
     compiler's passes need: one `needle.block` per ladder block (its id, lane position, source
     block, global attention and engram site are attributes, so slicing is visible), and the
     CQ quantization spelled out as `needle.hadamard`, `needle.cq_dequant`, `needle.matmul` and
@@ -20,6 +20,7 @@ def Needle_Dialect : Dialect {
   }];
   let cppNamespace = "::needle::ir";
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

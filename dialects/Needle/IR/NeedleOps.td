@@ -1,15 +1,22 @@
 #ifndef NEEDLE_OPS_TD
 #define NEEDLE_OPS_TD
 
+include "Needle/IR/NeedleAttrs.td"
 include "Needle/IR/NeedleTypes.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Needle_Vector : 1DTensorOf<[F32]>;
-def Needle_Matrix : 2DTensorOf<[F32]>;
-def Needle_Lanes : 2DTensorOf<[F32]>;
-def Needle_Weight : AnyTypeOf<[Needle_CqType, RankedTensorOf<[F32]>, RankedTensorOf<[I32]>]>;
+// Every tensor has a static shape: the compiler plans each byte of a session at compile time.
+class Needle_StaticTensorOf<list<Type> types, list<int> ranks>
+    : Type<And<[TensorRankOf<types, ranks>.predicate, HasStaticShapePred]>,
+           "statically shaped " # TensorRankOf<types, ranks>.summary, "::mlir::RankedTensorType">;
+def Needle_Vector : Needle_StaticTensorOf<[F32], [1]>;
+def Needle_Matrix : Needle_StaticTensorOf<[F32], [2]>;
+def Needle_Lanes : Needle_StaticTensorOf<[F32], [2]>;
+def Needle_Tensor : StaticShapeTensorOf<[F32]>;
+def Needle_Weight : AnyTypeOf<[Needle_CqType, Needle_Tensor, StaticShapeTensorOf<[I32]>]>;
 
 // Ops whose result depends on earlier tokens keep per-session state: they read and write it.
 def Needle_Stateful : MemoryEffects<[MemRead, MemWrite]>;
@@ -102,7 +109,7 @@ def Needle_CqGatherOp : Needle_PureOp<"cq_gather"> {
 def Needle_EngramGatherOp : Needle_StatefulOp<"engram_gather"> {
   let summary = "Hashed n-gram lookup of every engram table, in the rotated domain";
   let description = [{
-    For each order `orders[oi]` and head h, hashes the last tokens (spec/model.md, Engram)
+    For each order `orders[oi]` and head h, hashes the last tokens (docs/model.md, Engram)
     and gathers row `slot` of table `oi·heads + h` in the rotated domain (zeros when the
     position is before order - 1). The rows are concatenated: [tables · padded sub_dim].
     Keeps the token history as state.
@@ -126,7 +133,8 @@ def Needle_UnpadRowsOp : Needle_PureOp<"unpad_rows"> {
 // Lanes (mHC)
 //===----------------------------------------------------------------------===//
 
-def Needle_ScaleOp : Needle_PureOp<"scale"> {
+def Needle_ScaleOp : Needle_PureOp<"scale", [SameOperandsAndResultType]> {
+  let hasVerifier = 0; // the traits say it all
   let summary = "x * factor";
   let arguments = (ins Needle_Vector:$input, F32Attr:$factor);
   let results = (outs Needle_Vector:$result);
@@ -163,7 +171,7 @@ def Needle_LaneReadOp : Needle_PureOp<"lane_read"> {
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_LaneWriteOp : Needle_PureOp<"lane_write"> {
+def Needle_LaneWriteOp : Needle_PureOp<"lane_write", [AllTypesMatch<["lanes", "result"]>]> {
   let summary = "lane_i <- Σ_k mix[i][k] lane_k + h_post[i] y";
   let arguments = (ins Needle_Lanes:$lanes, Needle_Matrix:$mix, Needle_Vector:$h_post, Needle_Vector:$update);
   let results = (outs Needle_Lanes:$result);
@@ -179,13 +187,14 @@ def Needle_LaneMeanOp : Needle_PureOp<"lane_mean"> {
 // Block internals
 //===----------------------------------------------------------------------===//
 
-def Needle_EngramGateOp : Needle_PureOp<"engram_gate"> {
+def Needle_EngramGateOp : Needle_PureOp<"engram_gate", [SameOperandsAndResultType]> {
+  let hasVerifier = 0; // the traits say it all
   let summary = "x = u + σ(<unit(u), unit(k)> / sqrt(D)) v";
   let arguments = (ins Needle_Vector:$u, Needle_Vector:$key, Needle_Vector:$value, F32Attr:$eps);
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_CausalTapsOp : Needle_StatefulOp<"causal_taps"> {
+def Needle_CausalTapsOp : Needle_StatefulOp<"causal_taps", [AllTypesMatch<["input", "result"]>]> {
   let summary = "z_t = Σ_i taps[i] ⊙ x_{t − stride·i}";
   let description = [{
     Depthwise causal taps over positions (terms before position 0 dropped). stride 1 for the
@@ -196,7 +205,7 @@ def Needle_CausalTapsOp : Needle_StatefulOp<"causal_taps"> {
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_ZcNormOp : Needle_PureOp<"zc_norm"> {
+def Needle_ZcNormOp : Needle_PureOp<"zc_norm", [AllTypesMatch<["input", "result"]>]> {
   let summary = "Zero-centred RMSNorm (1 + s) ⊙ x / sqrt(mean(x²) + eps), per head";
   let description = [{
     Splits the input into `heads` equal parts and normalizes each with the shared scale
@@ -206,7 +215,7 @@ def Needle_ZcNormOp : Needle_PureOp<"zc_norm"> {
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_RopeOp : Needle_PureOp<"rope"> {
+def Needle_RopeOp : Needle_PureOp<"rope", [AllTypesMatch<["input", "result"]>]> {
   let summary = "Rotate-half RoPE of every head at the token's position";
   let arguments = (ins Needle_Vector:$input, I32:$position, I64Attr:$heads, F64Attr:$theta);
   let results = (outs Needle_Vector:$result);
@@ -224,21 +233,22 @@ def Needle_AttentionOp : Needle_StatefulOp<"attention"> {
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_SigmoidGateOp : Needle_PureOp<"sigmoid_gate"> {
+def Needle_SigmoidGateOp : Needle_PureOp<"sigmoid_gate", [SameOperandsAndResultType]> {
+  let hasVerifier = 0; // the traits say it all
   let summary = "x ⊙ σ(gate)";
   let arguments = (ins Needle_Vector:$input, Needle_Vector:$gate);
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_ResidualGateOp : Needle_PureOp<"residual_gate"> {
+def Needle_ResidualGateOp : Needle_PureOp<"residual_gate", [AllTypesMatch<["input", "update", "norm", "result"]>]> {
   let summary = "x1 = x + σ(gate) · zc(a; norm)";
   let arguments = (ins Needle_Vector:$input, Needle_Vector:$update, Needle_Vector:$norm, Needle_Vector:$gate,
                        F32Attr:$eps);
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_KronMlpOp : Needle_PureOp<"kron_mlp"> {
-  let summary = "The Kronecker (Monarch-Hadamard) MLP of spec/model.md";
+def Needle_KronMlpOp : Needle_PureOp<"kron_mlp", [AllTypesMatch<["input", "norm", "result"]>]> {
+  let summary = "The Kronecker (Monarch-Hadamard) MLP of docs/model.md";
   let description = [{
     On m = zc(x1; norm): cond = 1 + softmax(cond_vᵀ m)·cond_u; z = pad(m, n);
     z = K1(d1 z)[p1]; z = K2(silu(d2 cond z + b2))[p2]; z = K3(d3 z); y = (d4 z)[:D], with
@@ -252,7 +262,8 @@ def Needle_KronMlpOp : Needle_PureOp<"kron_mlp"> {
   let results = (outs Needle_Vector:$result);
 }
 
-def Needle_BlockUpdateOp : Needle_PureOp<"block_update"> {
+def Needle_BlockUpdateOp : Needle_PureOp<"block_update", [SameOperandsAndResultType]> {
+  let hasVerifier = 0; // the traits say it all
   let summary = "y = x1 + y_mlp − u, the block's update";
   let arguments = (ins Needle_Vector:$x1, Needle_Vector:$mlp, Needle_Vector:$u);
   let results = (outs Needle_Vector:$result);
@@ -262,7 +273,8 @@ def Needle_BlockUpdateOp : Needle_PureOp<"block_update"> {
 // Structure and heads
 //===----------------------------------------------------------------------===//
 
-def Needle_BlockOp : Needle_Op<"block", [IsolatedFromAbove, SingleBlock, Needle_Stateful]> {
+def Needle_BlockOp : Needle_Op<"block", [IsolatedFromAbove, SingleBlock, Needle_Stateful,
+                                         AllTypesMatch<["lanes", "result"]>]> {
   let summary = "One ladder block";
   let description = [{
     `id` is the block's index among the kept blocks (its lane position), `source` the block
@@ -290,17 +302,17 @@ def Needle_HeadOp : Needle_StatefulOp<"head", [AttrSizedOperandSegments]> {
   let description = [{
     Pools the cells [x0, cell of each kept block] over every position whose token is not
     `pad` (online softmax over positions, kept as state), then mixes the probes by the
-    queries (spec/model.md, Heads). The probes, gains and row biases hold one head row per
-    cell (see `needle.weight` rows). kind = "confidence" gives σ(proj·pooled + bias) [1];
-    "embedding" gives p / sqrt(Σp² + 1e-12).
+    queries (docs/model.md, Heads). The probes, gains and row biases hold one head row per
+    cell (see `needle.weight` rows). `confidence` gives σ(proj·pooled + bias) [1];
+    `embedding` gives p / sqrt(Σp² + 1e-12).
   }];
-  let arguments = (ins Variadic<Needle_Vector>:$cells, I32:$token, RankedTensorOf<[F32]>:$probes,
-                       Needle_Matrix:$gain, Needle_Matrix:$query, RankedTensorOf<[F32]>:$row_bias,
-                       Needle_Matrix:$proj, Optional<Needle_Vector>:$bias, StrAttr:$kind, I64Attr:$pad,
-                       F32Attr:$eps);
+  let arguments = (ins Variadic<Needle_Vector>:$cells, I32:$token, Needle_Tensor:$probes,
+                       Needle_Matrix:$gain, Needle_Matrix:$query, Needle_Tensor:$row_bias,
+                       Needle_Matrix:$proj, Optional<Needle_Vector>:$bias, Needle_HeadKindAttr:$kind,
+                       I64Attr:$pad, F32Attr:$eps);
   let results = (outs Needle_Vector:$result);
   let assemblyFormat = [{
-    `(` $cells `)` `token` $token `weights` `(` $probes `,` $gain `,` $query `,` $row_bias `,` $proj
+    custom<HeadKind>($kind) `(` $cells `)` `token` $token `weights` `(` $probes `,` $gain `,` $query `,` $row_bias `,` $proj
     (`,` $bias^)? `)` attr-dict `:` functional-type(operands, results)
   }];
 }

@@ -11,7 +11,7 @@ class Needle_Type<string name, string typeMnemonic> : TypeDef<Needle_Dialect, na
 def Needle_CqType : Needle_Type<"Cq", "cq"> {
   let summary = "A CQ-quantized weight tensor";
   let description = [{
-    A weight stored in CQ (spec/cq.md): `bits` per index (2, 3 or 4), groups of `group`
+    A weight stored in CQ (docs/cq-format.md): `bits` per index (2, 3 or 4), groups of `group`
     (128) along the last dimension, logical `shape`. Its values are packed indices and fp16
     group norms; the codebook for `bits` is the module's (`needle.codebooks`).
     Example: `!needle.cq<2, 128, [576, 768]>`.

@@ -97,7 +97,7 @@ func.func @hadamard_padding(%x: tensor<100xf32>) {
 // -----
 
 func.func @dynamic(%x: tensor<?xf32>) {
-  // expected-error @+1 {{needs static shapes, got 'tensor<?xf32>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped 1D tensor of 32-bit float values, but got 'tensor<?xf32>'}}
   %r = needle.hadamard %x {group = 128} : (tensor<?xf32>) -> tensor<128xf32>
   return
 }
@@ -201,7 +201,7 @@ func.func @lane_write(%l: tensor<4x8xf32>, %m: tensor<4x4xf32>, %h: tensor<4xf32
 // -----
 
 func.func @engram_gate(%u: tensor<8xf32>, %k: tensor<6xf32>) {
-  // expected-error @+1 {{key has length 6, expected 8}}
+  // expected-error @+1 {{requires the same type for all operands and results}}
   %r = needle.engram_gate %u, %k, %u {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<6xf32>, tensor<8xf32>) -> tensor<8xf32>
   return
 }
@@ -281,7 +281,7 @@ func.func @attention_window(%q: tensor<16xf32>, %k: tensor<8xf32>) {
 // -----
 
 func.func @sigmoid_gate(%x: tensor<8xf32>, %g: tensor<4xf32>) {
-  // expected-error @+1 {{gate has length 4, expected 8}}
+  // expected-error @+1 {{requires the same type for all operands and results}}
   %r = needle.sigmoid_gate %x, %g : (tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
   return
 }
@@ -321,7 +321,7 @@ func.func @mlp_cond(%x: tensor<6xf32>, %wa: tensor<2x2xf32>, %wb: tensor<4x4xf32
 // -----
 
 func.func @block_update(%x: tensor<8xf32>, %u: tensor<4xf32>) {
-  // expected-error @+1 {{u has length 4, expected 8}}
+  // expected-error @+1 {{requires the same type for all operands and results}}
   %r = needle.block_update %x, %x, %u : (tensor<8xf32>, tensor<8xf32>, tensor<4xf32>) -> tensor<8xf32>
   return
 }
@@ -360,8 +360,8 @@ func.func @yield_outside(%l: tensor<4x8xf32>, %c: tensor<8xf32>) {
 // -----
 
 func.func @head_kind(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
-  // expected-error @+1 {{kind must be "confidence" or "embedding", got "router"}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "router", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  // expected-error @+1 {{head kind must be confidence or embedding, got router}}
+  %r = needle.head router(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
@@ -369,7 +369,7 @@ func.func @head_kind(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: ten
 
 func.func @head_cells(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
   // expected-error @+1 {{has 1 cells but 2 head rows; each cell (x0, then one per block) needs its row}}
-  %r = needle.head(%x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %r = needle.head confidence(%x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
@@ -377,7 +377,7 @@ func.func @head_cells(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: te
 
 func.func @head_rows(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>, %b: tensor<1xf32>) {
   // expected-error @+1 {{has 3 cells but 2 head rows; each cell (x0, then one per block) needs its row}}
-  %r = needle.head(%x, %x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %r = needle.head confidence(%x, %x, %x) token %t weights(%pr, %g, %q, %rb, %pj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
   return
 }
 
@@ -385,7 +385,7 @@ func.func @head_rows(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: ten
 
 func.func @head_bias(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<1x16xf32>) {
   // expected-error @+1 {{confidence needs a bias}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>) -> tensor<1xf32>
+  %r = needle.head confidence(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>) -> tensor<1xf32>
   return
 }
 
@@ -393,7 +393,7 @@ func.func @head_bias(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: ten
 
 func.func @head_gain(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x2x8xf32>, %g: tensor<2x3xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<3x16xf32>) {
   // expected-error @+1 {{gain has shape [2, 3], expected [2, 2]}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  %r = needle.head embedding(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x3xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return
 }
 
@@ -440,7 +440,7 @@ func.func @unpad_rows(%x: tensor<256xf32>) {
 // -----
 
 func.func @scale(%x: tensor<8xf32>) {
-  // expected-error @+1 {{result has length 4, expected 8}}
+  // expected-error @+1 {{requires the same type for all operands and results}}
   %r = needle.scale %x {factor = 2.0 : f32} : (tensor<8xf32>) -> tensor<4xf32>
   return
 }
@@ -476,7 +476,7 @@ func.func @block_site(%l: tensor<4x8xf32>, %t: i32) {
 // -----
 
 func.func @block_result(%l: tensor<4x8xf32>, %t: i32) {
-  // expected-error @+1 {{must yield lanes of the input's type}}
+  // expected-error @+1 {{failed to verify that all of {lanes, result} have same type}}
   %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x6xf32>, tensor<8xf32>) {
   ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
     %m = needle.lane_mean %a : (tensor<4x8xf32>) -> tensor<8xf32>
@@ -514,7 +514,7 @@ func.func @block_yield(%l: tensor<4x8xf32>, %t: i32) {
 
 func.func @head_probes(%x: tensor<8xf32>, %t: i32, %pr: tensor<2x8xf32>, %g: tensor<2x2xf32>, %q: tensor<2x8xf32>, %rb: tensor<2x2x2xf32>, %pj: tensor<3x16xf32>) {
   // expected-error @+1 {{probes must be [rows, probes, d_model]}}
-  %r = needle.head(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  %r = needle.head embedding(%x, %x) token %t weights(%pr, %g, %q, %rb, %pj) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return
 }
 

@@ -101,9 +101,9 @@ func.func @structure(%l: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf3
   %proj = needle.weight "confidence.proj" : tensor<1x16xf32>
   %b = needle.weight "confidence.bias" : tensor<1xf32>
   %eproj = needle.weight "embedding_head.proj" : tensor<3x16xf32>
-  // CHECK: needle.head(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {eps = 9.99999997E-7 : f32, kind = "confidence", pad = 0 : i64}
-  %conf = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
-  // CHECK: needle.head(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}kind = "embedding"
-  %emb = needle.head(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %eproj) {kind = "embedding", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
+  // CHECK: needle.head confidence(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {eps = 9.99999997E-7 : f32, pad = 0 : i64}
+  %conf = needle.head confidence(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+  // CHECK: needle.head embedding(%{{.*}}, %{{.*}}) token %{{.*}} weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {eps
+  %emb = needle.head embedding(%x0, %cell) token %tok weights(%probes, %gain, %query, %bias, %eproj) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, i32, tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x2x2xf32>, tensor<3x16xf32>) -> tensor<3xf32>
   return %conf, %emb : tensor<1xf32>, tensor<3xf32>
 }

@@ -21,7 +21,7 @@
 // CHECK: needle.weight "confidence.probes" rows [4, 9] : tensor<3x2x8xf32>
 // CHECK: needle.weight "confidence.gain" rows [4, 9] : tensor<3x2xf32>
 // CHECK: needle.weight "confidence.row_bias" rows [4, 9] : tensor<2x3x2xf32>
-// CHECK: needle.head(%{{.*}}, %[[C1]], %[[C2]])
+// CHECK: needle.head confidence(%{{.*}}, %[[C1]], %[[C2]])
 
 module attributes {needle.ladder_order = array<i64: 0, 2, 1>} {
   func.func @step(%l0: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf32>) -> (tensor<8xf32>, tensor<1xf32>) {
@@ -60,7 +60,7 @@ module attributes {needle.ladder_order = array<i64: 0, 2, 1>} {
     %rb = needle.weight "confidence.row_bias" rows [4, 6, 9] : tensor<2x4x2xf32>
     %proj = needle.weight "confidence.proj" : tensor<1x16xf32>
     %b = needle.weight "confidence.bias" : tensor<1xf32>
-    %conf = needle.head(%x0, %c1, %c2, %c3) token %tok weights(%probes, %gain, %query, %rb, %proj, %b) {kind = "confidence", pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<4x2x8xf32>, tensor<4x2xf32>, tensor<2x8xf32>, tensor<2x4x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+    %conf = needle.head confidence(%x0, %c1, %c2, %c3) token %tok weights(%probes, %gain, %query, %rb, %proj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<4x2x8xf32>, tensor<4x2xf32>, tensor<2x8xf32>, tensor<2x4x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
     return %m, %conf : tensor<8xf32>, tensor<1xf32>
   }
 }

@@ -1,12 +1,11 @@
 // needle-fold-hadamard: removes the online rotations algebra allows (Passes.td).
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
 
-#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace needle {
 #define GEN_PASS_DEF_FOLDHADAMARD
-#include "Transforms/Passes.h.inc"
+#include "Needle/Transforms/Passes.h.inc"
 } // namespace needle
 
 using namespace mlir;
@@ -15,7 +14,10 @@ using namespace needle::ir;
 namespace {
 
 /// One rotation per (value, group) in each block: later ones reuse the first, which dominates
-/// them because the block's regions are single-block and ops run in order.
+/// them because the block's regions are single-block and ops run in order. This is CSE
+/// restricted to needle.hadamard, done by hand on purpose: the pass changes rotations and
+/// nothing else, so its effect (and its lit test) is exactly the sharing, cancelling and
+/// constant folding of rotations; CSE of everything is the pipeline's last step.
 void shareRotations(Block &block) {
   llvm::DenseMap<std::pair<Value, int64_t>, HadamardOp> first;
   for (Operation &op : llvm::make_early_inc_range(block)) {
@@ -42,15 +44,3 @@ struct FoldHadamardPass : needle::impl::FoldHadamardBase<FoldHadamardPass> {
 };
 
 } // namespace
-
-int64_t needle::countOnlineRotations(ModuleOp module) {
-  int64_t count = 0;
-  module.walk([&](HadamardOp op) { count += !matchPattern(op.getInput(), m_Constant()); });
-  return count;
-}
-
-int64_t needle::countDequantizedWeights(ModuleOp module) {
-  int64_t count = 0;
-  module.walk([&](CqDequantOp) { ++count; });
-  return count;
-}

@@ -6,7 +6,7 @@ include "mlir/Pass/PassBase.td"
 def SliceDepth : Pass<"needle-slice-depth", "mlir::ModuleOp"> {
   let summary = "Keep the blocks of one ladder depth";
   let description = [{
-    The IR form of ladder slicing (spec/model.md, The ladder): keeps the blocks
+    The IR form of ladder slicing (docs/model.md, The ladder): keeps the blocks
     sorted(ladder_order[:depth]), drops the others (their lanes pass through, their cells
     leave the heads), renumbers block ids (= lane positions), the mhc_gates positions and the
     engram sites, and restricts and renumbers `needle.ladder_order`. Global attention, weights

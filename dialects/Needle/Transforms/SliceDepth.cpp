@@ -1,14 +1,14 @@
 // needle-slice-depth: the IR version of ladder slicing (Passes.td).
 #include "Model/Ladder.h"
 #include "Model/Layout.h"
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 namespace needle {
 #define GEN_PASS_DEF_SLICEDEPTH
-#include "Transforms/Passes.h.inc"
+#include "Needle/Transforms/Passes.h.inc"
 } // namespace needle
 
 using namespace mlir;
@@ -16,18 +16,13 @@ using namespace needle::ir;
 
 namespace {
 
-/// Rebuilds a head without the cells of dropped blocks.
+/// Removes the cells of dropped blocks from a head.
 void dropCells(HeadOp head, const llvm::DenseSet<Operation *> &dropped) {
   SmallVector<Value> cells;
   for (Value cell : head.getCells())
     if (!dropped.contains(cell.getDefiningOp()))
       cells.push_back(cell);
-  OpBuilder b(head);
-  auto rebuilt = b.create<HeadOp>(head.getLoc(), head.getType(), cells, head.getToken(), head.getProbes(),
-                                  head.getGain(), head.getQuery(), head.getRowBias(), head.getProj(), head.getBias(),
-                                  head.getKindAttr(), head.getPadAttr(), head.getEpsAttr());
-  head.replaceAllUsesWith(rebuilt.getResult());
-  head.erase();
+  head.getCellsMutable().assign(cells);
 }
 
 /// Keeps only the head rows of kept source blocks (x0's row always stays).
@@ -65,8 +60,8 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
                                                  << blockCount << " block ids";
         return signalPassFailure();
       }
-    if (depth != layers && (depth < 2 || depth > layers)) {
-      module.emitError("needle-slice-depth: depth ") << static_cast<int64_t>(depth) << " is outside 2.." << layers;
+    if (std::optional<std::string> problem = needle::depthProblem(depth, layers)) {
+      module.emitError("needle-slice-depth: ") << *problem;
       return signalPassFailure();
     }
     const std::vector<int64_t> kept = needle::keptBlocks(order, depth);
@@ -76,23 +71,23 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
 
     llvm::DenseSet<Operation *> dropped;
     SmallVector<BlockOp> blocks;
-    module.walk([&](BlockOp block) {
+    const WalkResult walk = module.walk([&](BlockOp block) {
       if (static_cast<int64_t>(block.getId()) >= layers) {
         block.emitOpError("id ") << block.getId() << " is outside the ladder order of " << layers << " blocks";
-        return signalPassFailure();
+        return WalkResult::interrupt();
       }
       blocks.push_back(block);
       if (newIndex[block.getId()] < 0)
         dropped.insert(block);
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
     llvm::DenseSet<int64_t> keptSources;
     for (BlockOp block : blocks)
       if (!dropped.contains(block))
         keptSources.insert(static_cast<int64_t>(block.getSource()));
-    SmallVector<HeadOp> heads;
-    module.walk([&](HeadOp head) { heads.push_back(head); });
-    for (HeadOp head : heads)
-      dropCells(head, dropped);
+    module.walk([&](HeadOp head) { dropCells(head, dropped); });
     module.walk([&](WeightOp weight) {
       if (weight.getRows())
         dropHeadRows(weight, keptSources);

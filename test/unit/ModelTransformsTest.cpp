@@ -1,7 +1,9 @@
 #include "Model/Ladder.h"
 #include "Model/ModelFiles.h"
 #include "Model/Safetensors.h"
-#include "Model/Transforms.h"
+#include "Model/Quantize.h"
+#include "Model/Slice.h"
+#include "Model/Lora.h"
 #include "Support/Error.h"
 #include "TestModels.h"
 

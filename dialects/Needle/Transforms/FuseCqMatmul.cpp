@@ -1,12 +1,12 @@
 // needle-fuse-cq-matmul: matmul(cq_dequant(w), x) -> cq_matmul(w, x) (Passes.td).
-#include "Transforms/Passes.h"
+#include "Needle/Transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace needle {
 #define GEN_PASS_DEF_FUSECQMATMUL
-#include "Transforms/Passes.h.inc"
+#include "Needle/Transforms/Passes.h.inc"
 } // namespace needle
 
 using namespace mlir;
