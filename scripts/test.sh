@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/check-format.sh
 
 BUILD_DIR=build scripts/build.sh
 (cd build && ctest --output-on-failure -j2)

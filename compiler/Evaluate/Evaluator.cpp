@@ -34,10 +34,10 @@ namespace {
 
 /// Per-op state of the stateful ops, kept across tokens.
 struct OpState {
-  std::deque<Vec> history;              // causal_taps
-  std::vector<Vec> keys, values;        // attention
-  std::unique_ptr<OnlinePool> pool;     // head
-  HeadWeights head;                     // head
+  std::deque<Vec> history;          // causal_taps
+  std::vector<Vec> keys, values;    // attention
+  std::unique_ptr<OnlinePool> pool; // head
+  HeadWeights head;                 // head
 };
 
 Lanes toLanes(const Vec &v) {
@@ -122,8 +122,7 @@ struct IrEvaluator::Impl {
       }
       if (!ok)
         fail("weight \"{}\": the IR says {}, the model file holds {} {}", name, typeText(op.getType()),
-             t.storage == Tensor::Storage::CQ ? fmt::format("CQ{}", t.bits) : std::string("float"),
-             shapeString(shape));
+             t.storage == Tensor::Storage::CQ ? fmt::format("CQ{}", t.bits) : std::string("float"), shapeString(shape));
     }
     return t;
   }
@@ -187,8 +186,8 @@ struct IrEvaluator::Impl {
     if (inserted) {
       const Tensor &t = tensorOf(v);
       it->second.resize(t.rows() * cq::paddedCols(t.cols()));
-      cq::decodeRotatedRows(t.packed.data(), t.norms.data(), 0, t.rows(), t.cols(), t.bits,
-                            model.codebooks.at(t.bits), it->second.data());
+      cq::decodeRotatedRows(t.packed.data(), t.norms.data(), 0, t.rows(), t.cols(), t.bits, model.codebooks.at(t.bits),
+                            it->second.data());
     }
     return it->second;
   }
@@ -209,9 +208,9 @@ struct IrEvaluator::Impl {
   std::unordered_map<Operation *, Vec> floatWeights, rotatedWeights;
   std::unordered_map<Operation *, std::vector<int32_t>> intWeights;
   std::unordered_map<Operation *, OpState> state;
-  std::unordered_map<void *, Vec> env; // by Value::getAsOpaquePointer()
+  std::unordered_map<void *, Vec> env;    // by Value::getAsOpaquePointer()
   llvm::DenseMap<Value, int64_t> scalars; // token and position
-  llvm::DenseSet<Operation *> checked;     // weights whose IR type matches the file
+  llvm::DenseSet<Operation *> checked;    // weights whose IR type matches the file
   std::vector<int32_t> tokens;
   Outputs last;
 };
@@ -281,7 +280,9 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
         set(op.getResult(), Vec(dense.getValues<float>().begin(), dense.getValues<float>().end()));
       })
       .Case([&](CqDequantOp op) { set(op.getResult(), rotated(op.getWeight())); })
-      .Case([&](MatmulOp op) { set(op.getResult(), matvec(in(op.getMatrix()), lengthOf(op.getResult()), in(op.getInput()))); })
+      .Case([&](MatmulOp op) {
+        set(op.getResult(), matvec(in(op.getMatrix()), lengthOf(op.getResult()), in(op.getInput())));
+      })
       .Case([&](CqMatmulOp op) {
         set(op.getResult(), matvec(rotated(op.getWeight()), lengthOf(op.getResult()), in(op.getInput())));
       })

@@ -2,8 +2,8 @@
 
 #include "Model/Layout.h"
 #include "Needle/IR/NeedleDialect.h"
-#include "Support/Error.h"
 #include "Quant/Cq.h"
+#include "Support/Error.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,8 +27,8 @@ namespace {
 class Importer {
 public:
   Importer(MLIRContext &context, const Model &model)
-      : ctx_(context), model_(model), c_(model.config), fileLoc_(UnknownLoc::get(&context)),
-        loc_(fileLoc_), sources_(model.config.sources()) {}
+      : ctx_(context), model_(model), c_(model.config), fileLoc_(UnknownLoc::get(&context)), loc_(fileLoc_),
+        sources_(model.config.sources()) {}
 
   OwningOpRef<ModuleOp> run(const std::string &weightsPath);
 
@@ -158,8 +158,8 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
   q = normAndRope(q, "attn.q_norm", c_.numHeads);
   k = normAndRope(k, "attn.k_norm", c_.numKvHeads);
   const int64_t window = c_.isGlobal(index) ? 0 : c_.slidingWindow;
-  Value o = b.create<AttentionOp>(loc_, vec(c_.numHeads * c_.vHeadDim), q, k, v, i64(c_.numHeads),
-                                  i64(c_.numKvHeads), i64(window));
+  Value o = b.create<AttentionOp>(loc_, vec(c_.numHeads * c_.vHeadDim), q, k, v, i64(c_.numHeads), i64(c_.numKvHeads),
+                                  i64(window));
   o = b.create<SigmoidGateOp>(loc_, o.getType(), o, gate);
   Value update = project(b, w("attn.o"), o);
   Value postNorm = w("post_attn_norm"), attnGate = w("attn_gate");
@@ -170,10 +170,10 @@ void Importer::buildBlock(OpBuilder &outer, BlockOp op, int64_t index) {
     mlpWeights.push_back(w(leaf));
   mlpWeights.push_back(weight(b, "mlp.p1"));
   mlpWeights.push_back(weight(b, "mlp.p2"));
-  Value mlp = b.create<KronMlpOp>(loc_, vec(D), x1, mlpWeights[0], mlpWeights[1], mlpWeights[2], mlpWeights[3],
-                                  mlpWeights[4], mlpWeights[5], mlpWeights[6], mlpWeights[7], mlpWeights[8],
-                                  mlpWeights[9], mlpWeights[10], mlpWeights[11], mlpWeights[12], mlpWeights[13],
-                                  mlpWeights[14], mlpWeights[15], eps());
+  Value mlp =
+      b.create<KronMlpOp>(loc_, vec(D), x1, mlpWeights[0], mlpWeights[1], mlpWeights[2], mlpWeights[3], mlpWeights[4],
+                          mlpWeights[5], mlpWeights[6], mlpWeights[7], mlpWeights[8], mlpWeights[9], mlpWeights[10],
+                          mlpWeights[11], mlpWeights[12], mlpWeights[13], mlpWeights[14], mlpWeights[15], eps());
   Value y = b.create<BlockUpdateOp>(loc_, vec(D), x1, mlp, u);
   Value next = b.create<LaneWriteOp>(loc_, lanes.getType(), lanes, gates.getMix(), gates.getHPost(), y);
   Value cell = b.create<LaneMeanOp>(loc_, vec(D), next);
@@ -195,8 +195,8 @@ Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Va
 OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   for (const char *name : {"embed.weight", "engram.0.tables"})
     if (model_.tensors.count(name) && model_.tensor(name).storage != Tensor::Storage::CQ)
-      fail("{}: --emit mlir needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)",
-           weightsPath, name);
+      fail("{}: --emit mlir needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)", weightsPath,
+           name);
   fileLoc_ = loc_ = FileLineColLoc::get(&ctx_, weightsPath, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   OpBuilder b(&ctx_);
@@ -223,9 +223,9 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   std::vector<Value> cells = {x0};
   for (int64_t i = 0; i < c_.numLayers; ++i) {
     loc_ = named(fmt::format("blocks.{}", sources_[i]));
-    auto block = b.create<BlockOp>(loc_, lanes.getType(), vec(D), lanes, token, position, i64(i), i64(sources_[i]),
-                                   b.getBoolAttr(c_.isGlobal(i)),
-                                   c_.engramSite(i) >= 0 ? i64(c_.engramSite(i)) : IntegerAttr());
+    auto block =
+        b.create<BlockOp>(loc_, lanes.getType(), vec(D), lanes, token, position, i64(i), i64(sources_[i]),
+                          b.getBoolAttr(c_.isGlobal(i)), c_.engramSite(i) >= 0 ? i64(c_.engramSite(i)) : IntegerAttr());
     buildBlock(b, block, i);
     lanes = block.getResult();
     cells.push_back(block.getCell());

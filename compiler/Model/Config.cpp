@@ -26,15 +26,11 @@ int64_t Config::engramHeadCount() const {
   return std::max<int64_t>(1, dModel / (orders * 128));
 }
 
-int64_t Config::engramTableCount() const {
-  return static_cast<int64_t>(engramOrders.size()) * engramHeadCount();
-}
+int64_t Config::engramTableCount() const { return static_cast<int64_t>(engramOrders.size()) * engramHeadCount(); }
 
 int64_t Config::engramSubDim() const { return dModel / engramTableCount(); }
 
-int64_t Config::engramDelta() const {
-  return *std::max_element(engramOrders.begin(), engramOrders.end());
-}
+int64_t Config::engramDelta() const { return *std::max_element(engramOrders.begin(), engramOrders.end()); }
 
 int64_t Config::mlpWidth() const {
   int64_t n = 1;
@@ -53,8 +49,7 @@ int64_t Config::mlpRows() const {
 int64_t Config::mlpCols() const { return mlpWidth() / mlpRows(); }
 
 bool Config::isGlobal(int64_t block) const {
-  return slidingWindow == 0 ||
-         std::find(globalLayers.begin(), globalLayers.end(), block) != globalLayers.end();
+  return slidingWindow == 0 || std::find(globalLayers.begin(), globalLayers.end(), block) != globalLayers.end();
 }
 
 int64_t Config::engramSite(int64_t block) const {
@@ -62,9 +57,7 @@ int64_t Config::engramSite(int64_t block) const {
   return it == engramLayers.end() ? -1 : it - engramLayers.begin();
 }
 
-std::vector<int64_t> Config::order() const {
-  return ladderOrder ? *ladderOrder : bisectionOrder(numLayers);
-}
+std::vector<int64_t> Config::order() const { return ladderOrder ? *ladderOrder : bisectionOrder(numLayers); }
 
 std::vector<int64_t> Config::sources() const {
   if (sourceBlocks)
@@ -87,8 +80,7 @@ public:
 
   void expectKind(const json::Value &v, json::Value::Kind kind, std::string_view field) const {
     if (v.kind != kind)
-      error(field, fmt::format("expected {}, found {}", json::Value::kindName(kind),
-                               json::Value::kindName(v.kind)));
+      error(field, fmt::format("expected {}, found {}", json::Value::kindName(kind), json::Value::kindName(v.kind)));
   }
 
   int64_t integer(const json::Value &v, std::string_view field) const {
@@ -124,22 +116,16 @@ private:
 using Handler = std::function<void(Config &, const json::Value &, const FieldReader &)>;
 
 template <typename T> Handler intField(T Config::*member, const char *name) {
-  return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
-    c.*member = r.integer(v, name);
-  };
+  return [member, name](Config &c, const json::Value &v, const FieldReader &r) { c.*member = r.integer(v, name); };
 }
 
 Handler realField(double Config::*member, const char *name) {
-  return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
-    c.*member = r.number(v, name);
-  };
+  return [member, name](Config &c, const json::Value &v, const FieldReader &r) { c.*member = r.number(v, name); };
 }
 
 /// A list of integers, into a std::vector or a std::optional of one.
 template <typename T> Handler listField(T Config::*member, const char *name) {
-  return [member, name](Config &c, const json::Value &v, const FieldReader &r) {
-    c.*member = r.integers(v, name);
-  };
+  return [member, name](Config &c, const json::Value &v, const FieldReader &r) { c.*member = r.integers(v, name); };
 }
 
 // Needle options outside the contract: accepted only at their default value.
@@ -151,9 +137,7 @@ Handler defaultOnly(const char *name, std::function<bool(const Config &, const j
   };
 }
 
-bool isEmptyArray(const json::Value &v) {
-  return v.kind == json::Value::Kind::Array && v.items.empty();
-}
+bool isEmptyArray(const json::Value &v) { return v.kind == json::Value::Kind::Array && v.items.empty(); }
 
 bool isZero(const json::Value &v) { return v.kind == json::Value::Kind::Number && v.number == 0; }
 
@@ -201,25 +185,31 @@ std::vector<Field> configFields() {
          c.quantization.groupSize = groupSize;
        }},
       {"attention_gate", false,
-       defaultOnly("attention_gate", [](const C &, const json::Value &v) { return isString(v, "elementwise"); },
-                   "\"elementwise\"")},
+       defaultOnly(
+           "attention_gate", [](const C &, const json::Value &v) { return isString(v, "elementwise"); },
+           "\"elementwise\"")},
       {"hada_factor_mode", false,
-       defaultOnly("hada_factor_mode", [](const C &, const json::Value &v) { return isString(v, "shared"); },
-                   "\"shared\"")},
+       defaultOnly(
+           "hada_factor_mode", [](const C &, const json::Value &v) { return isString(v, "shared"); }, "\"shared\"")},
       {"engram_bank_ids", false,
-       defaultOnly("engram_bank_ids", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
+       defaultOnly(
+           "engram_bank_ids", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
       {"cla_pairs", false,
-       defaultOnly("cla_pairs", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
+       defaultOnly(
+           "cla_pairs", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
       {"engram_seed_heads", false,
-       defaultOnly("engram_seed_heads", [](const C &, const json::Value &v) { return isZero(v); }, "0")},
+       defaultOnly(
+           "engram_seed_heads", [](const C &, const json::Value &v) { return isZero(v); }, "0")},
       {"out_vocab", false,
-       defaultOnly("out_vocab",
-                   [](const C &, const json::Value &v) { return v.kind == json::Value::Kind::Number; },
-                   "0 or vocab_size")},
+       defaultOnly(
+           "out_vocab", [](const C &, const json::Value &v) { return v.kind == json::Value::Kind::Number; },
+           "0 or vocab_size")},
       {"kv_window", false,
-       defaultOnly("kv_window", [](const C &, const json::Value &v) { return isZero(v); }, "0")},
+       defaultOnly(
+           "kv_window", [](const C &, const json::Value &v) { return isZero(v); }, "0")},
       {"ladder_widths", false,
-       defaultOnly("ladder_widths", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
+       defaultOnly(
+           "ladder_widths", [](const C &, const json::Value &v) { return isEmptyArray(v); }, "[]")},
   };
 }
 
@@ -298,8 +288,8 @@ void validateConfig(const Config &c, std::string_view source) {
     r.error("mhc_lanes", fmt::format("{} is not supported; must be 4", c.mhcLanes));
   checkRange(r, "qkv_conv_taps", c.qkvConvTaps, 0, kMaxTaps);
   if (c.slidingWindow != 0 && c.slidingWindow < c.qkvConvTaps)
-    r.error("sliding_window", fmt::format("{} is smaller than qkv_conv_taps {}; must be 0 or >= taps",
-                                          c.slidingWindow, c.qkvConvTaps));
+    r.error("sliding_window",
+            fmt::format("{} is smaller than qkv_conv_taps {}; must be 0 or >= taps", c.slidingWindow, c.qkvConvTaps));
   checkRange(r, "embedding_dim", c.embeddingDim, 1, kMaxDim);
   checkRange(r, "embedding_probes", c.embeddingProbes, 1, 1024);
   checkRange(r, "embedding_queries", c.embeddingQueries, 1, 1024);
@@ -365,8 +355,8 @@ std::string writeConfig(const Config &c) {
 #define NEEDLE_CONFIG_INT(key, member, init) integer(#key, c.member);
 #define NEEDLE_CONFIG_REAL(key, member) real(#key, c.member);
 #define NEEDLE_CONFIG_LIST(key, member) list(#key, c.member);
-#define NEEDLE_CONFIG_OPTIONAL_LIST(key, member)                                                         \
-  if (c.member)                                                                                        \
+#define NEEDLE_CONFIG_OPTIONAL_LIST(key, member)                                                                       \
+  if (c.member)                                                                                                        \
     list(#key, *c.member);
 #include "Model/ConfigFields.def"
   out += ",\n  \"quantization\": {\"scheme\": ";

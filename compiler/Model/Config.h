@@ -25,13 +25,13 @@ struct Config {
   QuantScheme quantization;
 
   // Derived quantities (valid after validate()).
-  int64_t engramHeadCount() const;   // E_h
-  int64_t engramTableCount() const;  // len(orders) * E_h
-  int64_t engramSubDim() const;      // D / (len(orders) * E_h)
-  int64_t engramDelta() const;       // max(engram_orders)
-  int64_t mlpWidth() const;          // n: next power of two >= D
-  int64_t mlpRows() const;           // ba
-  int64_t mlpCols() const;           // bb = n / ba
+  int64_t engramHeadCount() const;  // E_h
+  int64_t engramTableCount() const; // len(orders) * E_h
+  int64_t engramSubDim() const;     // D / (len(orders) * E_h)
+  int64_t engramDelta() const;      // max(engram_orders)
+  int64_t mlpWidth() const;         // n: next power of two >= D
+  int64_t mlpRows() const;          // ba
+  int64_t mlpCols() const;          // bb = n / ba
   int64_t headRows() const { return numLayers + 1; }
   bool isGlobal(int64_t block) const;
   /// The engram site index owned by `block`, or -1.

@@ -75,8 +75,8 @@ size_t headRowAxis(std::string_view name) { return name.ends_with(".row_bias") ?
 
 namespace {
 
-void addHead(std::vector<TensorSpec> &specs, const Config &c, const std::string &head, int64_t probes,
-             int64_t queries, int64_t projRows, bool withBias) {
+void addHead(std::vector<TensorSpec> &specs, const Config &c, const std::string &head, int64_t probes, int64_t queries,
+             int64_t projRows, bool withBias) {
   using R = TensorSpec::Role;
   const int64_t rows = c.headRows(), D = c.dModel;
   specs.push_back({head + ".probes", {rows, probes, D}, R::Float, "", false});
@@ -138,8 +138,8 @@ std::vector<TensorSpec> modelLayout(const Config &c) {
   specs.push_back({"mlp.p2", {n}, R::Permutation, "", true});
   for (size_t s = 0; s < c.engramLayers.size(); ++s) {
     const std::string e = fmt::format("engram.{}.", s);
-    specs.push_back({e + "tables", {c.engramTableCount(), c.engramSlots, c.engramSubDim()}, R::Quantizable,
-                     "engram", false});
+    specs.push_back(
+        {e + "tables", {c.engramTableCount(), c.engramSlots, c.engramSubDim()}, R::Quantizable, "engram", false});
     specs.push_back({e + "key", {D, D}, R::Quantizable, "engram", false});
     specs.push_back({e + "value", {D, D}, R::Quantizable, "engram", false});
     specs.push_back({e + "taps", {4, D}, R::Float, "", false});

@@ -4,9 +4,9 @@
 
 #include "Model/Config.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
-#include <optional>
 #include <vector>
 
 namespace needle {

@@ -1,5 +1,5 @@
-#include "Model/Safetensors.h"
 #include "Model/Lora.h"
+#include "Model/Safetensors.h"
 #include "Support/Error.h"
 
 #include <charconv>
@@ -81,8 +81,8 @@ void mergeLora(Model &model, const std::filesystem::path &adapterPath) {
       }
     w.storage = Tensor::Storage::F32; // merged values are no longer exact in F16
   }
-  model.provenance.push_back(fmt::format("merged LoRA {} (r {}, alpha {}, {} tensors)",
-                                         adapterPath.filename().string(), rank, alpha, pairs.size()));
+  model.provenance.push_back(fmt::format("merged LoRA {} (r {}, alpha {}, {} tensors)", adapterPath.filename().string(),
+                                         rank, alpha, pairs.size()));
 }
 
 } // namespace needle

@@ -14,9 +14,13 @@ int64_t Tensor::elements() const {
 
 uint64_t Tensor::storedBytes() const {
   switch (storage) {
-  case Storage::F32: case Storage::I32: return 4 * elements();
-  case Storage::F16: return 2 * elements();
-  case Storage::CQ: return packed.size() + 2 * norms.size();
+  case Storage::F32:
+  case Storage::I32:
+    return 4 * elements();
+  case Storage::F16:
+    return 2 * elements();
+  case Storage::CQ:
+    return packed.size() + 2 * norms.size();
   }
   return 0;
 }

@@ -34,9 +34,9 @@ struct Tensor {
 
 struct Model {
   Config config;
-  std::map<std::string, Tensor> tensors; // sorted by name: files are written deterministically
+  std::map<std::string, Tensor> tensors;       // sorted by name: files are written deterministically
   std::map<int, std::vector<float>> codebooks; // by bits: one for each CQ width in use
-  std::vector<std::string> provenance;   // what this model was made from, oldest first
+  std::vector<std::string> provenance;         // what this model was made from, oldest first
 
   const Tensor &tensor(const std::string &name) const;
   /// Values of any float or CQ tensor as f32 (CQ decoded with the model's codebook).

@@ -10,10 +10,10 @@
 #include "Support/Half.h"
 #include "Support/Text.h"
 
-#include <charconv>
-#include <set>
 #include "Support/Json.h"
+#include <charconv>
 #include <cstring>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -65,8 +65,8 @@ Tensor readPrequantized(const SafetensorsFile &file, const TensorSpec &spec, con
     fail("{}: \"{}{}\" has shape {}, CQ{} of {} needs {}", where, spec.name, kIdx, shapeString(idx.shape), t.bits,
          shapeString(spec.shape), shapeString(idxShape));
   if (norm.shape != normShape)
-    fail("{}: \"{}{}\" has shape {}, CQ{} of {} needs {}", where, spec.name, kNorm, shapeString(norm.shape),
-         t.bits, shapeString(spec.shape), shapeString(normShape));
+    fail("{}: \"{}{}\" has shape {}, CQ{} of {} needs {}", where, spec.name, kNorm, shapeString(norm.shape), t.bits,
+         shapeString(spec.shape), shapeString(normShape));
   auto idxBytes = file.bytes(idx), normBytes = file.bytes(norm);
   t.packed.assign(idxBytes.begin(), idxBytes.end());
   t.norms.resize(norm.elements());
@@ -82,7 +82,9 @@ Tensor readPlain(const SafetensorsFile &file, const SafetensorsEntry &entry, con
     t.storage = Tensor::Storage::I32;
     setPlainPayload(t, file.bytes(entry), where);
     break;
-  case DType::F32: case DType::F16: case DType::BF16:
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16:
     // BF16 has no .needle form; its values are exact in F32.
     t.storage = entry.dtype == DType::F16 ? Tensor::Storage::F16 : Tensor::Storage::F32;
     t.floats = file.floats(entry);
@@ -178,7 +180,8 @@ void writeSafetensorsModel(const Model &model, const fs::path &dir) {
       idxShape.push_back(cq::packedRowBytes(t.cols(), t.bits));
       normShape.push_back(cq::groupsPerRow(t.cols()));
       entries.push_back({name + std::string(kIdx), DType::U8, idxShape, t.packed});
-      entries.push_back({name + std::string(kNorm), DType::F16, normShape, asBytes(t.norms.data(), 2 * t.norms.size())});
+      entries.push_back(
+          {name + std::string(kNorm), DType::F16, normShape, asBytes(t.norms.data(), 2 * t.norms.size())});
       entries.push_back({name + std::string(kBits), DType::U8, {1}, {static_cast<uint8_t>(t.bits)}});
       break;
     }

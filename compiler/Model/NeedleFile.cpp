@@ -16,10 +16,14 @@ namespace {
 
 fb::TensorFormat formatOf(const Tensor &t) {
   switch (t.storage) {
-  case Tensor::Storage::F32: return fb::TensorFormat::F32;
-  case Tensor::Storage::F16: return fb::TensorFormat::F16;
-  case Tensor::Storage::I32: return fb::TensorFormat::I32;
-  case Tensor::Storage::CQ: return static_cast<fb::TensorFormat>(t.bits);
+  case Tensor::Storage::F32:
+    return fb::TensorFormat::F32;
+  case Tensor::Storage::F16:
+    return fb::TensorFormat::F16;
+  case Tensor::Storage::I32:
+    return fb::TensorFormat::I32;
+  case Tensor::Storage::CQ:
+    return static_cast<fb::TensorFormat>(t.bits);
   }
   return fb::TensorFormat::F32;
 }
@@ -38,8 +42,12 @@ void appendPayload(std::vector<uint8_t> &payload, const Tensor &t) {
     payload.insert(payload.end(), p, p + bytes);
   };
   switch (t.storage) {
-  case Tensor::Storage::F32: append(t.floats.data(), 4 * t.floats.size()); break;
-  case Tensor::Storage::I32: append(t.ints.data(), 4 * t.ints.size()); break;
+  case Tensor::Storage::F32:
+    append(t.floats.data(), 4 * t.floats.size());
+    break;
+  case Tensor::Storage::I32:
+    append(t.ints.data(), 4 * t.ints.size());
+    break;
   case Tensor::Storage::F16:
     for (float v : t.floats) {
       uint16_t h = floatToHalf(v);
@@ -153,8 +161,8 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
          kNeedleFormatVersion);
   const uint64_t payloadStart = roundUp(headerSize + 4, kNeedleAlignment);
   if (bytes.size() < payloadStart || bytes.size() - payloadStart != root->payload_size())
-    fail("{}: truncated or padded: the payload should be {} bytes, the file holds {}", source,
-         root->payload_size(), bytes.size() < payloadStart ? 0 : bytes.size() - payloadStart);
+    fail("{}: truncated or padded: the payload should be {} bytes, the file holds {}", source, root->payload_size(),
+         bytes.size() < payloadStart ? 0 : bytes.size() - payloadStart);
   const uint8_t *payload = bytes.data() + payloadStart;
 
   Model model;
@@ -164,8 +172,8 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
   validateConfig(model.config, source);
   if (root->codebooks())
     for (const fb::Codebook *c : *root->codebooks()) {
-      std::vector<float> values = c->values() ? std::vector<float>(c->values()->begin(), c->values()->end())
-                                              : std::vector<float>{};
+      std::vector<float> values =
+          c->values() ? std::vector<float>(c->values()->begin(), c->values()->end()) : std::vector<float>{};
       if (model.codebooks.count(c->bits()))
         fail("{}: codebooks: two codebooks for {} bits", source, c->bits());
       model.codebooks[c->bits()] = std::move(values);

@@ -1,10 +1,10 @@
 #include "Model/Prepare.h"
 
 #include "Model/Ladder.h"
+#include "Model/Lora.h"
 #include "Model/ModelFiles.h"
 #include "Model/Quantize.h"
 #include "Model/Slice.h"
-#include "Model/Lora.h"
 
 namespace needle {
 

@@ -11,7 +11,7 @@
 namespace needle {
 
 struct PrepareOptions {
-  std::optional<int64_t> layers;            // slice to this depth
+  std::optional<int64_t> layers; // slice to this depth
   std::optional<std::filesystem::path> lora;
   std::optional<cq::CodebookKind> codebook; // --codebook; absent: the model's, else Needle's
 };

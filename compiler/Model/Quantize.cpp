@@ -1,5 +1,5 @@
-#include "Model/Layout.h"
 #include "Model/Quantize.h"
+#include "Model/Layout.h"
 #include "Support/Error.h"
 
 namespace needle {

@@ -16,20 +16,30 @@ constexpr uint64_t kMaxHeaderBytes = 100 << 20;
 
 const char *dtypeName(DType dtype) {
   switch (dtype) {
-  case DType::F32: return "F32";
-  case DType::F16: return "F16";
-  case DType::BF16: return "BF16";
-  case DType::U8: return "U8";
-  case DType::I32: return "I32";
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::U8:
+    return "U8";
+  case DType::I32:
+    return "I32";
   }
   return "?";
 }
 
 size_t dtypeSize(DType dtype) {
   switch (dtype) {
-  case DType::F32: case DType::I32: return 4;
-  case DType::F16: case DType::BF16: return 2;
-  case DType::U8: return 1;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::U8:
+    return 1;
   }
   return 0;
 }
@@ -83,8 +93,8 @@ SafetensorsEntry parseEntry(const std::string &name, const json::Value &v, const
   if (entry.end < entry.begin)
     fail("{}: data_offsets end {} is before begin {}", where, entry.end, entry.begin);
   if (entry.end - entry.begin != elements * dtypeSize(entry.dtype))
-    fail("{}: {} bytes of data, but shape and dtype {} need {}", where, entry.end - entry.begin,
-         dtypeName(entry.dtype), elements * dtypeSize(entry.dtype));
+    fail("{}: {} bytes of data, but shape and dtype {} need {}", where, entry.end - entry.begin, dtypeName(entry.dtype),
+         elements * dtypeSize(entry.dtype));
   return entry;
 }
 
@@ -122,8 +132,8 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
     }
     SafetensorsEntry entry = parseEntry(name, value, fmt::format("{}: tensor \"{}\"", p, name));
     if (entry.end > dataBytes)
-      fail("{}: tensor \"{}\": data_offsets [{}, {}] run past the end of the data ({} bytes); truncated?", p,
-           name, entry.begin, entry.end, dataBytes);
+      fail("{}: tensor \"{}\": data_offsets [{}, {}] run past the end of the data ({} bytes); truncated?", p, name,
+           entry.begin, entry.end, dataBytes);
     file.entries_.push_back(std::move(entry));
   }
   std::vector<const SafetensorsEntry *> sorted;
@@ -152,10 +162,17 @@ std::vector<float> SafetensorsFile::floats(const SafetensorsEntry &entry) const 
   std::vector<float> values(entry.elements());
   for (size_t i = 0; i < values.size(); ++i) {
     switch (entry.dtype) {
-    case DType::F32: std::memcpy(&values[i], raw.data() + 4 * i, 4); break;
-    case DType::F16: values[i] = halfToFloat(raw[2 * i] | raw[2 * i + 1] << 8); break;
-    case DType::BF16: values[i] = bfloat16ToFloat(raw[2 * i] | raw[2 * i + 1] << 8); break;
-    default: fail("{}: tensor \"{}\": dtype {} is not a float type", path_, entry.name, dtypeName(entry.dtype));
+    case DType::F32:
+      std::memcpy(&values[i], raw.data() + 4 * i, 4);
+      break;
+    case DType::F16:
+      values[i] = halfToFloat(raw[2 * i] | raw[2 * i + 1] << 8);
+      break;
+    case DType::BF16:
+      values[i] = bfloat16ToFloat(raw[2 * i] | raw[2 * i + 1] << 8);
+      break;
+    default:
+      fail("{}: tensor \"{}\": dtype {} is not a float type", path_, entry.name, dtypeName(entry.dtype));
     }
   }
   return values;

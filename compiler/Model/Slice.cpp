@@ -1,6 +1,6 @@
+#include "Model/Slice.h"
 #include "Model/Ladder.h"
 #include "Model/Layout.h"
-#include "Model/Slice.h"
 #include "Support/Error.h"
 
 #include <algorithm>

@@ -137,8 +137,8 @@ Model synthesizeModel(const Config &config, uint64_t seed, SynthInit init) {
     filler.fill(spec, t.floats);
     model.tensors[spec.name] = std::move(t);
   }
-  model.provenance.push_back(fmt::format("needle-synth seed {} init {}", seed,
-                                         init == SynthInit::Spread ? "spread" : "needle"));
+  model.provenance.push_back(
+      fmt::format("needle-synth seed {} init {}", seed, init == SynthInit::Spread ? "spread" : "needle"));
   return model;
 }
 

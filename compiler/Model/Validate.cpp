@@ -15,10 +15,14 @@ namespace {
 
 const char *storageName(const Tensor &t) {
   switch (t.storage) {
-  case Tensor::Storage::F32: return "F32";
-  case Tensor::Storage::F16: return "F16";
-  case Tensor::Storage::I32: return "I32";
-  case Tensor::Storage::CQ: return t.bits == 2 ? "CQ2" : t.bits == 3 ? "CQ3" : "CQ4";
+  case Tensor::Storage::F32:
+    return "F32";
+  case Tensor::Storage::F16:
+    return "F16";
+  case Tensor::Storage::I32:
+    return "I32";
+  case Tensor::Storage::CQ:
+    return t.bits == 2 ? "CQ2" : t.bits == 3 ? "CQ3" : "CQ4";
   }
   return "?";
 }
@@ -26,9 +30,15 @@ const char *storageName(const Tensor &t) {
 void checkStorage(const TensorSpec &spec, const Tensor &t, const std::string &where) {
   bool ok = false;
   switch (spec.role) {
-  case TensorSpec::Role::Float: ok = t.isFloat(); break;
-  case TensorSpec::Role::Quantizable: ok = t.isFloat() || t.storage == Tensor::Storage::CQ; break;
-  case TensorSpec::Role::Permutation: ok = t.storage == Tensor::Storage::I32; break;
+  case TensorSpec::Role::Float:
+    ok = t.isFloat();
+    break;
+  case TensorSpec::Role::Quantizable:
+    ok = t.isFloat() || t.storage == Tensor::Storage::CQ;
+    break;
+  case TensorSpec::Role::Permutation:
+    ok = t.storage == Tensor::Storage::I32;
+    break;
   }
   if (!ok)
     fail("{}: stored as {}, expected {}", where, storageName(t),

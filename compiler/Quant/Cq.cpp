@@ -33,10 +33,10 @@ std::vector<float> codebook(CodebookKind kind, int bits) {
   static const double needle2[] = {-0.13317214, -0.039902091, 0.0400352813, 0.133460447};
   static const double needle3[] = {-0.189261362, -0.117884994, -0.0661496893, -0.0210134611,
                                    0.0221010316, 0.0667850673, 0.118262075,   0.189826027};
-  static const double needle4[] = {-0.239531547, -0.180706054, -0.140957937, -0.109012552,
+  static const double needle4[] = {-0.239531547,  -0.180706054,  -0.140957937,  -0.109012552,
                                    -0.0815129653, -0.0565276518, -0.0329391509, -0.0101161096,
-                                   0.0127108004, 0.0357079171,  0.0594582558,  0.0849770233,
-                                   0.112741619,  0.144696921,   0.184239000,   0.242273703};
+                                   0.0127108004,  0.0357079171,  0.0594582558,  0.0849770233,
+                                   0.112741619,   0.144696921,   0.184239000,   0.242273703};
   // Lloyd-Max levels of N(0,1) (Max, 1960), positive half; divided by sqrt(128).
   static const double lloyd2[] = {0.4527800, 1.5104176};
   static const double lloyd3[] = {0.2450942, 0.7560053, 1.3439093, 2.1519456};
@@ -123,8 +123,8 @@ void unpackIndices(const uint8_t *packed, int64_t count, int bits, uint8_t *out)
     out[i] = static_cast<uint8_t>((packed[i / perByte] >> (bits * (i % perByte))) & mask);
 }
 
-Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits,
-                std::span<const float> codebook, std::string_view name) {
+Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits, std::span<const float> codebook,
+                std::string_view name) {
   const int64_t padded = paddedCols(cols), groups = groupsPerRow(cols);
   Packed result;
   result.indices.resize(rows * packedRowBytes(cols, bits));
@@ -154,8 +154,8 @@ Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits,
   return result;
 }
 
-void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
-                       int64_t cols, int bits, std::span<const float> codebook, float *out) {
+void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd, int64_t cols,
+                       int bits, std::span<const float> codebook, float *out) {
   const int64_t padded = paddedCols(cols), groups = groupsPerRow(cols), rowBytes = packedRowBytes(cols, bits);
   std::vector<uint8_t> rowIndices(padded);
   for (int64_t r = rowBegin; r < rowEnd; ++r, out += padded) {
@@ -168,8 +168,8 @@ void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t ro
   }
 }
 
-void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
-                    int64_t cols, int bits, std::span<const float> codebook, float *out) {
+void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd, int64_t cols,
+                    int bits, std::span<const float> codebook, float *out) {
   const int64_t padded = paddedCols(cols);
   std::vector<float> row(padded);
   for (int64_t r = rowBegin; r < rowEnd; ++r) {

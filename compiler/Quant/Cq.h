@@ -46,16 +46,16 @@ struct Packed {
 };
 
 /// Quantizes w [rows, cols]. A group norm that overflows fp16 is an error naming `name`.
-Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits,
-                std::span<const float> codebook, std::string_view name);
+Packed quantize(std::span<const float> w, int64_t rows, int64_t cols, int bits, std::span<const float> codebook,
+                std::string_view name);
 
 /// Rows [rowBegin, rowEnd) in the rotated domain, codebook[index] * norm, into
 /// out [(rowEnd - rowBegin), paddedCols]: the decoded rows are these times H per group.
-void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
-                       int64_t cols, int bits, std::span<const float> codebook, float *out);
+void decodeRotatedRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd, int64_t cols,
+                       int bits, std::span<const float> codebook, float *out);
 
 /// Decodes rows [rowBegin, rowEnd) into out [(rowEnd - rowBegin), cols].
-void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd,
-                    int64_t cols, int bits, std::span<const float> codebook, float *out);
+void dequantizeRows(const uint8_t *indices, const uint16_t *norms, int64_t rowBegin, int64_t rowEnd, int64_t cols,
+                    int bits, std::span<const float> codebook, float *out);
 
 } // namespace needle::cq

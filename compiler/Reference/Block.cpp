@@ -30,8 +30,8 @@ LaneMix mhcGates(std::span<const float> pre, std::span<const float> post, std::s
 
 LaneMix laneMix(const Weights &w, const BlockWeights &b, const Lanes &lanes, int64_t position) {
   const Vec nx = laneNorm(lanes, w.eps);
-  return mhcGates(matvec(b.phiPre, 4, nx), matvec(b.phiPost, 4, nx), matvec(b.phiRes, 16, nx), b.a, b.bPre,
-                  b.bPost, b.bRes, position);
+  return mhcGates(matvec(b.phiPre, 4, nx), matvec(b.phiPost, 4, nx), matvec(b.phiRes, 16, nx), b.a, b.bPre, b.bPost,
+                  b.bRes, position);
 }
 
 Vec readLanes(const LaneMix &mix, const Lanes &lanes) {
@@ -223,8 +223,7 @@ Vec blockUpdate(const Vec &x1, const Vec &mlp, const Vec &u) {
   return y;
 }
 
-Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
-                   const Vec &gate) {
+Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o, const Vec &gate) {
   const Vec a = matvec(b.o, w.config.dModel, sigmoidGate(o, gate));
   const Vec x1 = residualGate(x, a, b.postAttnNorm, b.attnGate, w.eps);
   return blockUpdate(x1, kronMlp(b.mlp, x1, w.eps), u);

@@ -71,8 +71,7 @@ Vec kronMlp(const MlpWeights &mlp, const Vec &x1, float eps);
 Vec blockUpdate(const Vec &x1, const Vec &mlp, const Vec &u);
 
 /// The whole block after attention: a = Wo(o * sigmoid(gate)), x1, the MLP, the update y.
-Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o,
-                   const Vec &gate);
+Vec afterAttention(const Weights &w, const BlockWeights &b, const Vec &x, const Vec &u, const Vec &o, const Vec &gate);
 
 /// Final norm and tied logits from the lanes of the last position.
 Vec logitsFrom(const Weights &w, const Lanes &lanes);

@@ -14,9 +14,9 @@ namespace needle::reference {
 
 /// What the model says about the last position fed.
 struct Outputs {
-  Vec logits;      // [vocab_size]
+  Vec logits; // [vocab_size]
   float confidence = 0;
-  Vec embedding;   // [embedding_dim]
+  Vec embedding;        // [embedding_dim]
   int64_t position = 0; // tokens held
 };
 
@@ -40,7 +40,7 @@ public:
 
 private:
   struct BlockState {
-    std::deque<Vec> q, k, v; // raw projections of the previous taps-1 positions, newest first
+    std::deque<Vec> q, k, v;       // raw projections of the previous taps-1 positions, newest first
     std::vector<Vec> keys, values; // normalized, rotated keys and values of every position
   };
   struct SiteState {

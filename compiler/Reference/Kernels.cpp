@@ -85,8 +85,7 @@ std::array<float, 16> sinkhorn(std::array<float, 16> m) {
   return m;
 }
 
-Vec kronecker(std::span<const float> z, std::span<const float> wa, std::span<const float> wb, int64_t ba,
-              int64_t bb) {
+Vec kronecker(std::span<const float> z, std::span<const float> wa, std::span<const float> wb, int64_t ba, int64_t bb) {
   // T = Z wb, then out = wa^T T.
   std::vector<double> t(ba * bb, 0.0);
   for (int64_t a = 0; a < ba; ++a)
@@ -104,8 +103,8 @@ Vec kronecker(std::span<const float> z, std::span<const float> wa, std::span<con
   return out;
 }
 
-uint32_t engramSlot(std::span<const int32_t> tokens, int64_t t, int64_t orderIndex, int64_t order,
-                    int64_t head, int64_t headsPerOrder, int64_t slots) {
+uint32_t engramSlot(std::span<const int32_t> tokens, int64_t t, int64_t orderIndex, int64_t order, int64_t head,
+                    int64_t headsPerOrder, int64_t slots) {
   uint32_t acc = 0x9E3779B9u * static_cast<uint32_t>(orderIndex * headsPerOrder + head + 1);
   for (int64_t i = 0; i < order; ++i) {
     const uint32_t token = t - i >= 0 ? static_cast<uint32_t>(tokens[t - i]) : 0u;

@@ -31,12 +31,11 @@ void rope(std::span<float> head, int64_t t, double theta);
 std::array<float, 16> sinkhorn(std::array<float, 16> logits);
 
 /// K(z) = wa^T Z wb flattened, Z = z reshaped to [ba, bb] row-major.
-Vec kronecker(std::span<const float> z, std::span<const float> wa, std::span<const float> wb, int64_t ba,
-              int64_t bb);
+Vec kronecker(std::span<const float> z, std::span<const float> wa, std::span<const float> wb, int64_t ba, int64_t bb);
 
 /// The engram slot of table oi*E_h + h for order `order` at position t (t >= order - 1).
-uint32_t engramSlot(std::span<const int32_t> tokens, int64_t t, int64_t orderIndex, int64_t order,
-                    int64_t head, int64_t headsPerOrder, int64_t slots);
+uint32_t engramSlot(std::span<const int32_t> tokens, int64_t t, int64_t orderIndex, int64_t order, int64_t head,
+                    int64_t headsPerOrder, int64_t slots);
 
 /// softmax(x) in place, max-subtracted.
 void softmax(std::span<float> x);

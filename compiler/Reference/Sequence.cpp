@@ -27,8 +27,7 @@ Outputs outputsBeforeAnyToken(const Config &c, float confidenceBias) {
 namespace {
 
 /// z_t = sum_{i < taps, t - i >= 0} tap[i] * raw_{t - stride * i}, for every t.
-std::vector<Vec> tapsOverTime(const std::vector<Vec> &raw, std::span<const float> taps, int64_t count,
-                              int64_t stride) {
+std::vector<Vec> tapsOverTime(const std::vector<Vec> &raw, std::span<const float> taps, int64_t count, int64_t stride) {
   std::vector<Vec> out(raw.size());
   const size_t width = raw.empty() ? 0 : raw[0].size();
   for (int64_t t = 0; t < static_cast<int64_t>(raw.size()); ++t) {

@@ -73,8 +73,8 @@ Weights::Weights(const Model &model, int64_t depth) : config(model.config) {
   embed = model.floats("embed.weight");
   finalNorm = model.floats("final_norm");
   confidence = loadHead(model, "confidence", config.confidenceProbes, config.confidenceQueries, 1, headRows);
-  embedding = loadHead(model, "embedding_head", config.embeddingProbes, config.embeddingQueries, config.embeddingDim,
-                       headRows);
+  embedding =
+      loadHead(model, "embedding_head", config.embeddingProbes, config.embeddingQueries, config.embeddingDim, headRows);
 }
 
 } // namespace needle::reference

@@ -13,11 +13,11 @@ namespace needle::reference {
 using Lanes = std::array<Vec, 4>;
 
 struct HeadWeights {
-  int64_t rows = 0;    // kept head rows: 1 + kept blocks
+  int64_t rows = 0; // kept head rows: 1 + kept blocks
   int64_t probes = 0, queries = 0, outDim = 0;
   int64_t dModel = 0;
   float eps = 0;
-  int32_t pad = 0;     // token left out of the pooling
+  int32_t pad = 0;  // token left out of the pooling
   Vec probeVectors; // [rows, probes, D] for the kept head rows
   Vec gain;         // [rows, probes]
   Vec query;        // [queries, D]
@@ -42,8 +42,8 @@ struct MlpWeights {
 };
 
 struct BlockWeights {
-  int64_t window = 0;  // attention window; 0 = global (every earlier position)
-  int64_t site = -1;   // index into Weights::sites, or -1
+  int64_t window = 0; // attention window; 0 = global (every earlier position)
+  int64_t site = -1;  // index into Weights::sites, or -1
   Vec attnNorm, postAttnNorm;
   Vec q, k, v, gate, o;
   Vec qTaps, kTaps, vTaps;

@@ -13,7 +13,7 @@ namespace needle {
 class CommandLine {
 public:
   struct Option {
-    std::string name; // without dashes; "o" for -o
+    std::string name;      // without dashes; "o" for -o
     std::string valueName; // empty for a switch
     std::string help;
     bool repeatable = false;

@@ -15,8 +15,7 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-template <typename... Args>
-[[noreturn]] void fail(fmt::format_string<Args...> format, Args &&...args) {
+template <typename... Args> [[noreturn]] void fail(fmt::format_string<Args...> format, Args &&...args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 

@@ -17,12 +17,18 @@ const Value *Value::find(std::string_view key) const {
 
 const char *Value::kindName(Kind kind) {
   switch (kind) {
-  case Kind::Null: return "null";
-  case Kind::Bool: return "a boolean";
-  case Kind::Number: return "a number";
-  case Kind::String: return "a string";
-  case Kind::Array: return "an array";
-  case Kind::Object: return "an object";
+  case Kind::Null:
+    return "null";
+  case Kind::Bool:
+    return "a boolean";
+  case Kind::Number:
+    return "a number";
+  case Kind::String:
+    return "a string";
+  case Kind::Array:
+    return "an array";
+  case Kind::Object:
+    return "an object";
   }
   return "?";
 }
@@ -85,8 +91,12 @@ private:
     skipSpace();
     Value value;
     switch (peek()) {
-    case '{': parseObject(value, depth); break;
-    case '[': parseArray(value, depth); break;
+    case '{':
+      parseObject(value, depth);
+      break;
+    case '[':
+      parseArray(value, depth);
+      break;
     case '"':
       value.kind = Value::Kind::String;
       value.string = parseString();
@@ -100,12 +110,16 @@ private:
       expectWord("false");
       value.kind = Value::Kind::Bool;
       break;
-    case 'n': expectWord("null"); break;
+    case 'n':
+      expectWord("null");
+      break;
     case '\0':
       if (pos_ >= text_.size())
         error("unexpected end of input");
       error("unexpected character");
-    default: parseNumber(value); break;
+    default:
+      parseNumber(value);
+      break;
     }
     return value;
   }
@@ -170,10 +184,14 @@ private:
     for (int i = 0; i < 4; ++i) {
       char c = text_[pos_++];
       code <<= 4;
-      if (c >= '0' && c <= '9') code |= c - '0';
-      else if (c >= 'a' && c <= 'f') code |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') code |= c - 'A' + 10;
-      else error("invalid \\u escape");
+      if (c >= '0' && c <= '9')
+        code |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        code |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        code |= c - 'A' + 10;
+      else
+        error("invalid \\u escape");
     }
     return code;
   }
@@ -199,14 +217,30 @@ private:
   void parseEscape(std::string &out) {
     char c = text_[pos_++];
     switch (c) {
-    case '"': out += '"'; break;
-    case '\\': out += '\\'; break;
-    case '/': out += '/'; break;
-    case 'b': out += '\b'; break;
-    case 'f': out += '\f'; break;
-    case 'n': out += '\n'; break;
-    case 'r': out += '\r'; break;
-    case 't': out += '\t'; break;
+    case '"':
+      out += '"';
+      break;
+    case '\\':
+      out += '\\';
+      break;
+    case '/':
+      out += '/';
+      break;
+    case 'b':
+      out += '\b';
+      break;
+    case 'f':
+      out += '\f';
+      break;
+    case 'n':
+      out += '\n';
+      break;
+    case 'r':
+      out += '\r';
+      break;
+    case 't':
+      out += '\t';
+      break;
     case 'u': {
       unsigned code = parseHex4();
       if (code >= 0xD800 && code < 0xDC00) {
@@ -223,7 +257,9 @@ private:
       appendUtf8(out, code);
       break;
     }
-    default: --pos_; error("invalid escape");
+    default:
+      --pos_;
+      error("invalid escape");
     }
   }
 
@@ -299,19 +335,27 @@ private:
 
 } // namespace
 
-Value parse(std::string_view text, std::string_view source) {
-  return Parser(text, source).parseDocument();
-}
+Value parse(std::string_view text, std::string_view source) { return Parser(text, source).parseDocument(); }
 
 void appendQuoted(std::string &out, std::string_view text) {
   out += '"';
   for (char c : text) {
     switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    case '\r': out += "\\r"; break;
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
     default:
       if (static_cast<unsigned char>(c) < 0x20)
         out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -324,9 +368,12 @@ void appendQuoted(std::string &out, std::string_view text) {
 
 std::string serialize(const Value &value) {
   switch (value.kind) {
-  case Value::Kind::Null: return "null";
-  case Value::Kind::Bool: return value.boolean ? "true" : "false";
-  case Value::Kind::Number: return value.isInteger ? std::to_string(value.integer) : formatNumber(value.number);
+  case Value::Kind::Null:
+    return "null";
+  case Value::Kind::Bool:
+    return value.boolean ? "true" : "false";
+  case Value::Kind::Number:
+    return value.isInteger ? std::to_string(value.integer) : formatNumber(value.number);
   case Value::Kind::String: {
     std::string out;
     appendQuoted(out, value.string);

@@ -8,12 +8,12 @@
 #include "Model/Config.h"
 #include "Model/Ladder.h"
 #include "Model/NeedleFile.h"
-#include "Model/Synth.h"
 #include "Model/Quantize.h"
 #include "Model/Slice.h"
-#include "Reference/Interpreter.h"
+#include "Model/Synth.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
+#include "Reference/Interpreter.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -93,8 +93,8 @@ void BM_QuantizeCq2(benchmark::State &state) {
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
   for (auto _ : state)
     benchmark::DoNotOptimize(cq::quantize(w, rows, cols, 2, book, "bench"));
-  state.counters["weights/s"] = benchmark::Counter(static_cast<double>(rows * cols) * state.iterations(),
-                                                   benchmark::Counter::kIsRate);
+  state.counters["weights/s"] =
+      benchmark::Counter(static_cast<double>(rows * cols) * state.iterations(), benchmark::Counter::kIsRate);
 }
 
 void BM_CompileImportAndPipeline(benchmark::State &state) {

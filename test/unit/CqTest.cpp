@@ -1,5 +1,5 @@
-#include "Model/Synth.h"
 #include "Quant/Cq.h"
+#include "Model/Synth.h"
 #include "Quant/Scheme.h"
 #include "Support/Error.h"
 #include "Support/Half.h"
@@ -71,8 +71,8 @@ TEST(Packing, FollowsTheSpecBitLayout) {
 
 TEST(Codebook, NearestEntryTiesGoToTheLowerIndex) {
   const std::vector<float> book = {-0.5f, -0.25f, 0.25f, 0.5f};
-  EXPECT_EQ(cq::nearestIndex(0.0f, book), 1);     // exactly between -0.25 and 0.25
-  EXPECT_EQ(cq::nearestIndex(0.375f, book), 2);   // exactly between 0.25 and 0.5
+  EXPECT_EQ(cq::nearestIndex(0.0f, book), 1);   // exactly between -0.25 and 0.25
+  EXPECT_EQ(cq::nearestIndex(0.375f, book), 2); // exactly between 0.25 and 0.5
   EXPECT_EQ(cq::nearestIndex(0.376f, book), 3);
   EXPECT_EQ(cq::nearestIndex(-9.0f, book), 0);
   EXPECT_EQ(cq::nearestIndex(9.0f, book), 3);
@@ -160,7 +160,7 @@ TEST(Scheme, LongestMatchWins) {
   EXPECT_EQ(s.bitsFor("attn", "blocks.0.attn.q"), 2);
   EXPECT_EQ(s.bitsFor("attn", "blocks.3.attn.q"), 3);
   EXPECT_EQ(s.bitsFor("attn", "blocks.3.attn.o"), 4);
-  EXPECT_EQ(s.bitsFor("attn", "blocks.30.attn.q"), 2); // a prefix matches whole components only
+  EXPECT_EQ(s.bitsFor("attn", "blocks.30.attn.q"), 2);    // a prefix matches whole components only
   EXPECT_EQ(s.bitsFor("mhc", "blocks.3.mhc.phi_pre"), 3); // "blocks.3" is longer than "mhc"
   EXPECT_TRUE(parseScheme("none", 128, "cfg").isNone());
 }

@@ -1,9 +1,9 @@
+#include "Reference/Interpreter.h"
 #include "Model/Lora.h"
-#include "Model/Slice.h"
 #include "Model/ModelFiles.h"
 #include "Model/Safetensors.h"
+#include "Model/Slice.h"
 #include "Reference/Block.h"
-#include "Reference/Interpreter.h"
 #include "Support/Error.h"
 #include "TestModels.h"
 
@@ -130,8 +130,9 @@ TEST(Interpreter, ZeroLoraAdapterChangesNothing) {
   Model merged = model;
   std::vector<uint8_t> zerosA(4 * 2 * 128, 0), zerosB(4 * 64 * 2, 0);
   auto path = test::scratchDir("zero-lora") / "a.safetensors";
-  writeSafetensors(path, {{"blocks.1.attn.q.lora_A", DType::F32, {2, 128}, zerosA},
-                          {"blocks.1.attn.q.lora_B", DType::F32, {64, 2}, zerosB}},
+  writeSafetensors(path,
+                   {{"blocks.1.attn.q.lora_A", DType::F32, {2, 128}, zerosA},
+                    {"blocks.1.attn.q.lora_B", DType::F32, {64, 2}, zerosB}},
                    {{"lora_alpha", "16"}, {"lora_r", "2"}});
   mergeLora(merged, path);
   quantizeModel(model, cq::CodebookKind::Needle);

@@ -3,11 +3,11 @@
 #include "Evaluate/Evaluator.h"
 #include "Import/Importer.h"
 #include "Model/ModelFiles.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
 #include "Reference/Interpreter.h"
 #include "Support/Error.h"
 #include "TestModels.h"
-#include "Needle/Transforms/Passes.h"
-#include "Pipeline/Pipeline.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -45,8 +45,7 @@ protected:
   }
 
   /// Imports the model, runs `passes`, evaluates, and compares with the reference at `depth`.
-  void expectEquivalent(int64_t depth, const std::function<void(mlir::PassManager &)> &passes,
-                        const char *what) {
+  void expectEquivalent(int64_t depth, const std::function<void(mlir::PassManager &)> &passes, const char *what) {
     mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context_, model_, path_.string());
     mlir::PassManager pm(&context_);
     passes(pm);

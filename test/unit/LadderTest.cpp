@@ -12,8 +12,8 @@ using namespace needle;
 namespace {
 
 TEST(Ladder, BisectionOrderOfTwentyBlocksIsThePublishedOne) {
-  EXPECT_EQ(bisectionOrder(20), (std::vector<int64_t>{0, 19, 9, 14, 4, 6, 11, 16, 2, 7, 12, 17, 1, 3, 5, 8, 10, 13,
-                                                      15, 18}));
+  EXPECT_EQ(bisectionOrder(20),
+            (std::vector<int64_t>{0, 19, 9, 14, 4, 6, 11, 16, 2, 7, 12, 17, 1, 3, 5, 8, 10, 13, 15, 18}));
 }
 
 TEST(Ladder, BisectionOrderIsAPermutationForEveryLength) {
@@ -64,6 +64,15 @@ TEST(Ladder, DepthValidation) {
                 std::string::npos);
     }
   }
+}
+
+TEST(Ladder, DepthProblemIsTheOneRuleBothSlicersReport) {
+  EXPECT_EQ(depthProblem(2, 20), std::nullopt);
+  EXPECT_EQ(depthProblem(20, 20), std::nullopt);
+  EXPECT_EQ(depthProblem(1, 1), std::nullopt);
+  EXPECT_EQ(depthProblem(21, 20), "depth 21 is outside 2..20");
+  EXPECT_EQ(depthProblem(0, 20), "depth 0 is outside 2..20");
+  EXPECT_EQ(depthProblem(2, 1), "the model has 1 block, a ladder needs at least 2");
 }
 
 TEST(Permutation, MatchesNumpyLegacyRandomState) {

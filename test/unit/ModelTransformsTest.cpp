@@ -1,9 +1,9 @@
 #include "Model/Ladder.h"
-#include "Model/ModelFiles.h"
-#include "Model/Safetensors.h"
-#include "Model/Quantize.h"
-#include "Model/Slice.h"
 #include "Model/Lora.h"
+#include "Model/ModelFiles.h"
+#include "Model/Quantize.h"
+#include "Model/Safetensors.h"
+#include "Model/Slice.h"
 #include "Support/Error.h"
 #include "TestModels.h"
 
@@ -17,8 +17,8 @@ using namespace needle;
 namespace {
 
 bool sameTensor(const Tensor &a, const Tensor &b) {
-  return a.storage == b.storage && a.shape == b.shape && a.floats == b.floats && a.ints == b.ints &&
-         a.bits == b.bits && a.packed == b.packed && a.norms == b.norms;
+  return a.storage == b.storage && a.shape == b.shape && a.floats == b.floats && a.ints == b.ints && a.bits == b.bits &&
+         a.packed == b.packed && a.norms == b.norms;
 }
 
 void expectSameModel(const Model &a, const Model &b) {
@@ -43,7 +43,7 @@ TEST(Slice, RemapsBlocksSitesGlobalsAndHeadRows) {
   EXPECT_EQ(c.numLayers, 8);
   EXPECT_EQ(*c.sourceBlocks, (std::vector<int64_t>{0, 4, 6, 9, 11, 14, 16, 19}));
   EXPECT_EQ(c.globalLayers, (std::vector<int64_t>{1, 3, 5, 7})); // 4, 9, 14, 19
-  EXPECT_EQ(c.engramLayers, (std::vector<int64_t>{4, 7}));     // 11, 19
+  EXPECT_EQ(c.engramLayers, (std::vector<int64_t>{4, 7}));       // 11, 19
   EXPECT_EQ(*c.ladderOrder, (std::vector<int64_t>{0, 7, 3, 5, 1, 2, 4, 6}));
   EXPECT_TRUE(sameTensor(slice.tensor("blocks.3.attn.q"), model.tensor("blocks.9.attn.q")));
   EXPECT_TRUE(sameTensor(slice.tensor("engram.0.tables"), model.tensor("engram.2.tables")));
@@ -110,8 +110,9 @@ TEST(Lora, MergesScaledProductIntoTheFloatWeights) {
     a[i] = float(i % 5) - 2.0f;
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = 0.25f * float(i % 3);
-  mergeLora(model, writeAdapter("ok", {f32("blocks.0.attn.k.lora_A", {2, 128}, a),
-                                       f32("blocks.0.attn.k.lora_B", {32, 2}, b)}).path);
+  mergeLora(
+      model,
+      writeAdapter("ok", {f32("blocks.0.attn.k.lora_A", {2, 128}, a), f32("blocks.0.attn.k.lora_B", {32, 2}, b)}).path);
   const Tensor &k = model.tensor("blocks.0.attn.k");
   EXPECT_EQ(k.storage, Tensor::Storage::F32);
   // Element (5, 7) by hand: scale alpha / r = 4; B[5, :] = (0.25, 0.5), A[:, 7] = (0, -2).
@@ -124,9 +125,10 @@ TEST(Lora, RejectsBadAdapters) {
   const auto A = f32("blocks.0.attn.k.lora_A", {2, 128}, std::vector<float>(256));
   const auto B = f32("blocks.0.attn.k.lora_B", {32, 2}, std::vector<float>(64));
   EXPECT_NE(mergeError(model, writeAdapter("onlyA", {A})).find("needs both"), std::string::npos);
-  EXPECT_NE(mergeError(model, writeAdapter("shape", {A, f32("blocks.0.attn.k.lora_B", {31, 2}, std::vector<float>(62))}))
-                .find("lora_B has shape [31, 2], expected [32, 2]"),
-            std::string::npos);
+  EXPECT_NE(
+      mergeError(model, writeAdapter("shape", {A, f32("blocks.0.attn.k.lora_B", {31, 2}, std::vector<float>(62))}))
+          .find("lora_B has shape [31, 2], expected [32, 2]"),
+      std::string::npos);
   EXPECT_NE(mergeError(model, writeAdapter("rank", {A, B}, {{"lora_alpha", "8"}, {"lora_r", "3"}}))
                 .find("lora_A has shape [2, 128], expected [3, 128]"),
             std::string::npos);
@@ -159,7 +161,8 @@ TEST(Quantize, FollowsTheSchemeAndRecordsProvenance) {
 TEST(Quantize, KeepsTheModelsCodebookUnlessAskedOtherwise) {
   Model model = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread);
   quantizeModel(model, cq::CodebookKind::LloydMax); // a pre-quantized model with Lloyd-Max books
-  model.tensors["blocks.0.attn.q"] = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread).tensor("blocks.0.attn.q");
+  model.tensors["blocks.0.attn.q"] =
+      synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread).tensor("blocks.0.attn.q");
   quantizeModel(model, std::nullopt); // no --codebook: the float tensor joins the model's book
   EXPECT_EQ(model.codebooks.at(2), cq::codebook(cq::CodebookKind::LloydMax, 2));
   EXPECT_EQ(model.tensor("blocks.0.attn.q").storage, Tensor::Storage::CQ);
@@ -170,14 +173,15 @@ TEST(Lora, RejectsNonFiniteResults) {
   std::vector<float> a(2 * 128, 1.0f), b(32 * 2, 0.0f);
   a[5] = std::numeric_limits<float>::infinity();
   EXPECT_NE(mergeError(model, writeAdapter("inf", {f32("blocks.0.attn.k.lora_A", {2, 128}, a),
-                                                  f32("blocks.0.attn.k.lora_B", {32, 2}, b)}))
+                                                   f32("blocks.0.attn.k.lora_B", {32, 2}, b)}))
                 .find("is not finite"),
             std::string::npos);
 }
 
 TEST(Quantize, ConflictingCodebookIsAnError) {
   Model model = test::tinyModel(); // already CQ with the needle codebooks
-  model.tensors["blocks.0.attn.q"] = synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread).tensor("blocks.0.attn.q");
+  model.tensors["blocks.0.attn.q"] =
+      synthesizeModel(test::tinyConfig(), 3, SynthInit::Spread).tensor("blocks.0.attn.q");
   EXPECT_THROW(quantizeModel(model, cq::CodebookKind::LloydMax), Error);
 }
 

@@ -1,5 +1,5 @@
-#include "Model/ModelFiles.h"
 #include "Model/NeedleFile.h"
+#include "Model/ModelFiles.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "TestModels.h"

@@ -59,20 +59,26 @@ TEST(Safetensors, RejectsEveryMalformedHeader) {
       {rawFile("", 0, 0).parent_path() / "missing.safetensors", "cannot open"},
       {rawFile(ok, 8, 1u << 30), "header length 1073741824 exceeds the file"},
       {rawFile(ok, 4), "tensor \"a\": data_offsets [0, 8] run past the end of the data (4 bytes); truncated?"},
-      {rawFile(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12), "tensor \"a\": 8 bytes of data, but shape"},
+      {rawFile(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12),
+       "tensor \"a\": 8 bytes of data, but shape"},
       {rawFile(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8), "dtype \"F64\" is not supported"},
       {rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "end 0 is before begin 8"},
       {rawFile(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "shape must hold non-negative"},
       {rawFile(R"({"a":{"dtype":"F32","shape":[2]}})", 8), "data_offsets must be two"},
       {rawFile(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", 8), "unknown field \"x\""},
-      {rawFile(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8),
+      {rawFile(
+           R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+           8),
        "tensors \"a\" and \"b\" overlap"},
-      {rawFile(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2),
+      {rawFile(
+           R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+           2),
        "duplicate key \"a\""},
       {rawFile(R"({"__metadata__":{"k":1}})", 0), "__metadata__.k: expected a string"},
       {rawFile(R"({"a":)", 0), "header: line 1"},
       {rawFile(R"([1])", 0), "header: expected a JSON object"},
-      {rawFile(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8), "shape [4294967296, 4294967296] is negative or too large"},
+      {rawFile(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+       "shape [4294967296, 4294967296] is negative or too large"},
   };
   for (const Case &c : cases) {
     const std::string error = errorOf(c.file);

@@ -1,6 +1,7 @@
 #include "Support/Error.h"
 #include "Support/Half.h"
 #include "Support/Json.h"
+#include "Support/RoundUp.h"
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,15 @@ TEST(Json, SerializeRoundTrips) {
   EXPECT_EQ(json::serialize(json::parse(text, "src")), text);
 }
 
+TEST(RoundUp, RoundsToWholeUnits) {
+  EXPECT_EQ(roundUp(0, 128), 0);
+  EXPECT_EQ(roundUp(1, 128), 128);
+  EXPECT_EQ(roundUp(128, 128), 128);
+  EXPECT_EQ(roundUp(129, 128), 256);
+  EXPECT_EQ(roundUp(100, 64), 128);
+  static_assert(roundUp(768, 128) == 768);
+}
+
 TEST(Half, EveryHalfRoundTripsThroughFloat) {
   for (uint32_t h = 0; h < 0x10000; ++h) {
     const float f = halfToFloat(static_cast<uint16_t>(h));
@@ -68,8 +78,8 @@ TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(65519.0f), 0x7BFF);
   EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // rounds up past the largest half: infinity
   EXPECT_EQ(floatToHalf(-1e9f), 0xFC00);
-  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);        // halfway to the smallest subnormal: even
-  EXPECT_EQ(floatToHalf(0x1p-25f * 3), 0x0002);    // 1.5 units: to even (2)
+  EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);     // halfway to the smallest subnormal: even
+  EXPECT_EQ(floatToHalf(0x1p-25f * 3), 0x0002); // 1.5 units: to even (2)
   EXPECT_EQ(halfToFloat(0x0001), 0x1p-24f);
 }
 

@@ -3,8 +3,8 @@
 
 #include "Model/Config.h"
 #include "Model/Model.h"
-#include "Model/Synth.h"
 #include "Model/Quantize.h"
+#include "Model/Synth.h"
 
 #include <filesystem>
 #include <string>

@@ -44,7 +44,6 @@ std::vector<int32_t> parseTokens(const std::string &text) {
   return tokens;
 }
 
-
 std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
   std::vector<int32_t> order(out.logits.size());
   std::iota(order.begin(), order.end(), 0);

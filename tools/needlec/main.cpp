@@ -5,22 +5,26 @@
 #include "Model/ModelFiles.h"
 #include "Model/NeedleFile.h"
 #include "Model/Prepare.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
-#include "Needle/Transforms/Passes.h"
-#include "Pipeline/Pipeline.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 namespace fs = std::filesystem;
@@ -94,8 +98,35 @@ private:
   int64_t &count_;
 };
 
-/// Registers MLIR's pass-manager, timing and printing flags and parses the --mlir-* arguments.
+/// Runs `parse` with file descriptor 2 sent to a temporary file, and returns what it wrote:
+/// llvm::cl reports a bad option value straight to stderr, and needlec's errors are one line.
+std::string capturingStderr(const std::function<void()> &parse) {
+  std::FILE *capture = std::tmpfile();
+  if (!capture) {
+    parse();
+    return "";
+  }
+  std::fflush(stderr);
+  const int saved = dup(2);
+  dup2(fileno(capture), 2);
+  parse();
+  llvm::errs().flush();
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  std::rewind(capture);
+  for (int c; (c = std::fgetc(capture)) != EOF;)
+    text += static_cast<char>(c);
+  std::fclose(capture);
+  return text;
+}
+
+/// Registers MLIR's pass-manager, timing and printing flags (and the pass names they may
+/// name) and parses the --mlir-* arguments.
 void parseMlirFlags(const std::vector<std::string> &args) {
+  registerNeedlePasses(); // first: the pass-name options list the passes registered when they are
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
@@ -105,12 +136,15 @@ void parseMlirFlags(const std::vector<std::string> &args) {
     argv.push_back(arg.c_str());
   std::string errors;
   llvm::raw_string_ostream stream(errors);
-  if (!llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", &stream)) {
-    std::string_view first = stream.str();
+  bool parsed = false;
+  const std::string printed = capturingStderr(
+      [&] { parsed = llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", &stream); });
+  if (!parsed) {
+    std::string_view first = !stream.str().empty() ? stream.str() : printed;
     first = first.substr(0, first.find('\n'));
     if (first.starts_with("needlec: "))
       first.remove_prefix(9);
-    fail("{}", first);
+    fail("--mlir-*: {}", first);
   }
 }
 
@@ -143,7 +177,7 @@ void printPipelineFigures(const PipelineFigures &f) {
 /// Where the IR's weights live: the input itself when it is an unchanged .needle file, else a
 /// .needle written beside the IR. The IR names it relative to the IR's directory.
 struct WeightsPlan {
-  std::string reference;        // the needle.model attribute
+  std::string reference;         // the needle.model attribute
   std::optional<fs::path> write; // a file to write, when the model was transformed
 };
 
@@ -187,7 +221,7 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
   std::string text;
   llvm::raw_string_ostream stream(text);
   module->print(stream, mlir::OpPrintingFlags()); // honours --mlir-print-debuginfo
-  stream << "\n"; // as needle-opt prints it, so the two compare as text
+  stream << "\n";                                 // as needle-opt prints it, so the two compare as text
   stream.flush();
   if (out == "-") {
     std::fputs(text.c_str(), stdout);

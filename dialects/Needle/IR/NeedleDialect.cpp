@@ -130,8 +130,8 @@ struct Expected {
 /// Checks each value in order and reports the first that differs.
 LogicalResult expectShapes(Operation *op, std::initializer_list<Expected> expected) {
   for (const Expected &e : expected) {
-    const LogicalResult result = e.shape.size() == 1 ? expectLength(op, e.value, e.shape[0], e.what)
-                                                     : expectShape(op, e.value, e.shape, e.what);
+    const LogicalResult result =
+        e.shape.size() == 1 ? expectLength(op, e.value, e.shape[0], e.what) : expectShape(op, e.value, e.shape, e.what);
     if (failed(result))
       return failure();
   }
@@ -239,8 +239,8 @@ LogicalResult UnpadRowsOp::verify() {
     return failure();
   const int64_t rows = static_cast<int64_t>(getRows()), width = static_cast<int64_t>(getWidth());
   if (length(getInput()) % rows || length(getInput()) / rows < width)
-    return emitOpError("input of length ") << length(getInput()) << " is not " << getRows()
-                                           << " rows of at least " << getWidth();
+    return emitOpError("input of length ")
+           << length(getInput()) << " is not " << getRows() << " rows of at least " << getWidth();
   return expectLength(*this, getResult(), getRows() * getWidth(), "result");
 }
 
@@ -248,9 +248,7 @@ LogicalResult UnpadRowsOp::verify() {
 // Lanes
 //===----------------------------------------------------------------------===//
 
-LogicalResult LanesInitOp::verify() {
-  return expectShape(*this, getResult(), {4, length(getInput())}, "result");
-}
+LogicalResult LanesInitOp::verify() { return expectShape(*this, getResult(), {4, length(getInput())}, "result"); }
 
 LogicalResult LaneNormOp::verify() {
   if (failed(verifyLanes(*this, getLanes())))
@@ -284,9 +282,9 @@ LogicalResult LaneReadOp::verify() {
 LogicalResult LaneWriteOp::verify() {
   if (failed(verifyLanes(*this, getLanes())))
     return failure();
-  return expectShapes(*this, {{getMix(), {4, 4}, "mix"},
-                              {getHPost(), {4}, "h_post"},
-                              {getUpdate(), {shapeOf(getLanes())[1]}, "update"}});
+  return expectShapes(
+      *this,
+      {{getMix(), {4, 4}, "mix"}, {getHPost(), {4}, "h_post"}, {getUpdate(), {shapeOf(getLanes())[1]}, "update"}});
 }
 
 LogicalResult LaneMeanOp::verify() {
@@ -310,8 +308,7 @@ LogicalResult ZcNormOp::verify() {
   if (failed(expectPositive(*this, getHeads(), "heads")))
     return failure();
   if (length(getInput()) % getHeads())
-    return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads()
-                                           << " heads";
+    return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads() << " heads";
   return expectLength(*this, getScale(), length(getInput()) / getHeads(), "scale");
 }
 
@@ -319,8 +316,8 @@ LogicalResult RopeOp::verify() {
   if (failed(expectPositive(*this, getHeads(), "heads")))
     return failure();
   if (length(getInput()) % (2 * getHeads()))
-    return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads()
-                                           << " heads of even size";
+    return emitOpError("input of length ")
+           << length(getInput()) << " does not split into " << getHeads() << " heads of even size";
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError("theta must be positive");
   return success();
@@ -336,8 +333,8 @@ LogicalResult AttentionOp::verify() {
   if (length(getQuery()) % getHeads() || length(getValue()) % getKvHeads())
     return emitOpError("query and value must split evenly into heads");
   const int64_t headDim = length(getQuery()) / getHeads(), valueDim = length(getValue()) / getKvHeads();
-  return expectShapes(*this, {{getKey(), {getKvHeads() * headDim}, "key"},
-                              {getResult(), {getHeads() * valueDim}, "result"}});
+  return expectShapes(*this,
+                      {{getKey(), {getKvHeads() * headDim}, "key"}, {getResult(), {getHeads() * valueDim}, "result"}});
 }
 
 LogicalResult ResidualGateOp::verify() { return expectLength(*this, getGate(), 1, "gate"); }
@@ -380,8 +377,7 @@ LogicalResult BlockOp::verify() {
     return failure();
   Block &body = getBody().front();
   if (body.getNumArguments() != 3 || body.getArgument(0).getType() != getLanes().getType() ||
-      body.getArgument(1).getType() != getToken().getType() ||
-      body.getArgument(2).getType() != getPosition().getType())
+      body.getArgument(1).getType() != getToken().getType() || body.getArgument(2).getType() != getPosition().getType())
     return emitOpError("body must take (lanes, token, position) of the op's operand types");
   auto yield = dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
@@ -395,7 +391,8 @@ LogicalResult BlockOp::verify() {
   if (getGlobal() && windowed)
     return emitOpError("is global but its attention has a window");
   if (engram != static_cast<bool>(getEngramSite()))
-    return emitOpError(engram ? "gathers engram rows but has no engram_site" : "has an engram_site but no engram_gather");
+    return emitOpError(engram ? "gathers engram rows but has no engram_site"
+                              : "has an engram_site but no engram_gather");
   return success();
 }
 

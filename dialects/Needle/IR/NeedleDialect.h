@@ -24,8 +24,8 @@
 namespace needle::ir {
 
 /// Module attribute names.
-inline constexpr const char *kModelAttr = "needle.model";         // the model file
-inline constexpr const char *kCodebooksAttr = "needle.codebooks"; // {cq2 = array<f32: ...>, ...}
+inline constexpr const char *kModelAttr = "needle.model";              // the model file
+inline constexpr const char *kCodebooksAttr = "needle.codebooks";      // {cq2 = array<f32: ...>, ...}
 inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the ladder order of the blocks
 
-}  // namespace needle::ir
+} // namespace needle::ir

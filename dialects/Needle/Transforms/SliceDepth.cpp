@@ -56,8 +56,8 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
     std::sort(sorted.begin(), sorted.end());
     for (int64_t i = 0; i < layers; ++i)
       if (sorted[i] != i || layers != blockCount) {
-        module.emitError("needle-slice-depth: ") << kLadderOrderAttr << " must be a permutation of the "
-                                                 << blockCount << " block ids";
+        module.emitError("needle-slice-depth: ")
+            << kLadderOrderAttr << " must be a permutation of the " << blockCount << " block ids";
         return signalPassFailure();
       }
     if (std::optional<std::string> problem = needle::depthProblem(depth, layers)) {
