@@ -16,6 +16,7 @@ def Needle_Vector : Needle_StaticTensorOf<[F32], [1]>;
 def Needle_Matrix : Needle_StaticTensorOf<[F32], [2]>;
 def Needle_Lanes : Needle_StaticTensorOf<[F32], [2]>;
 def Needle_Tensor : StaticShapeTensorOf<[F32]>;
+def Needle_IndexVector : Needle_StaticTensorOf<[I32], [1]>;
 def Needle_Weight : AnyTypeOf<[Needle_CqType, Needle_Tensor, StaticShapeTensorOf<[I32]>]>;
 
 // Ops whose result depends on earlier tokens keep per-session state: they read and write it.
@@ -258,7 +259,7 @@ def Needle_KronMlpOp : Needle_PureOp<"kron_mlp", [AllTypesMatch<["input", "norm"
                        Needle_Matrix:$w3a, Needle_Matrix:$w1b, Needle_Matrix:$w2b, Needle_Matrix:$w3b,
                        Needle_Vector:$d1, Needle_Vector:$d2, Needle_Vector:$b2, Needle_Vector:$d3,
                        Needle_Vector:$d4, Needle_Matrix:$cond_v, Needle_Matrix:$cond_u,
-                       1DTensorOf<[I32]>:$p1, 1DTensorOf<[I32]>:$p2, F32Attr:$eps);
+                       Needle_IndexVector:$p1, Needle_IndexVector:$p2, F32Attr:$eps);
   let results = (outs Needle_Vector:$result);
 }
 

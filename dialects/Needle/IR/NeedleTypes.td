@@ -9,7 +9,7 @@ class Needle_Type<string name, string typeMnemonic> : TypeDef<Needle_Dialect, na
 }
 
 def Needle_CqType : Needle_Type<"Cq", "cq"> {
-  let summary = "A CQ-quantized weight tensor";
+  let summary = "CQ-quantized weight tensor";
   let description = [{
     A weight stored in CQ (docs/cq-format.md): `bits` per index (2, 3 or 4), groups of `group`
     (128) along the last dimension, logical `shape`. Its values are packed indices and fp16

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Feeds a tool deterministic random corruptions of a valid input and fails if any run crashes,
-prints more than one error line, or exits with anything but 0 or 1.
+prints more than one error line, or exits with anything but 0 or 1. Reports how many mutants
+ran and how many were rejected with one error line.
 
     mutate.py TOOL_DIR KIND FILE COUNT SEED      KIND: needle | safetensors | mlir
 For safetensors, FILE is a model directory (config.json kept intact)."""
@@ -53,6 +54,8 @@ else:
     original = open(source, "rb").read()
 
 failures = 0
+runs = 0
+rejections = 0
 for i in range(count):
     if kind == "safetensors":
         open(os.path.join(target, "model.safetensors"), "wb").write(safetensors(original))
@@ -63,11 +66,13 @@ for i in range(count):
     run = subprocess.run([os.path.join(tools, "needle-run"), target, "--tokens", "1,2,3,200"],
                          capture_output=True, text=True, timeout=300)
     lines = run.stderr.strip().splitlines()
-    clean = run.returncode == 0 or (run.returncode == 1 and len(lines) == 1 and
-                                     lines[0].startswith("needle-run: error:"))
-    if not clean:
+    ran = run.returncode == 0
+    rejected = run.returncode == 1 and len(lines) == 1 and lines[0].startswith("needle-run: error:")
+    runs += ran
+    rejections += rejected
+    if not (ran or rejected):
         failures += 1
         print(f"mutant {i}: exit {run.returncode}: {run.stderr[:400]}")
 shutil.rmtree(work)
-print(f"{count - failures} clean, {failures} crashed")
+print(f"{count - failures} clean ({runs} ran, {rejections} rejected), {failures} crashed")
 sys.exit(1 if failures else 0)
