@@ -1,7 +1,7 @@
 #include "Evaluate/Evaluator.h"
 
-#include "Model/Layout.h"
-#include "Model/Permutation.h"
+#include "Import/WeightBinding.h"
+
 #include "Needle/IR/NeedleDialect.h"
 #include "Quant/Cq.h"
 #include "Reference/Block.h"
@@ -60,7 +60,7 @@ int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSiz
 } // namespace
 
 struct IrEvaluator::Impl {
-  Impl(ModuleOp module, const Model &model) : model(model), sources(model.config.sources()) {
+  Impl(ModuleOp module, const Model &model) : model(model) {
     step = module.lookupSymbol<func::FuncOp>("step");
     if (!step)
       fail("the module has no func.func @step");
@@ -96,67 +96,21 @@ struct IrEvaluator::Impl {
     return stream.str();
   }
 
-  // ---- Weights: resolved and checked once per needle.weight op ----
-
-  std::string tensorName(WeightOp op) const {
-    const std::string leaf = op.getName().str();
-    return op.getBlockAttr() ? sourceTensorName(model.config, leaf, op.getBlockAttr().getInt()) : leaf;
-  }
-
-  /// The file tensor behind `op`, after checking the IR's type against it.
-  const Tensor &checkedTensor(WeightOp op) {
-    const std::string name = tensorName(op);
-    const Tensor &t = model.tensor(name);
-    if (checked.insert(op).second) {
-      std::vector<int64_t> shape = t.shape;
-      if (op.getRowsAttr())
-        shape[headRowAxis(name)] = static_cast<int64_t>(op.getRowsAttr().size()) + 1;
-      bool ok;
-      if (auto cq = dyn_cast<CqType>(op.getType())) {
-        ok = t.storage == Tensor::Storage::CQ && static_cast<int>(cq.getBits()) == t.bits &&
-             cq.getGroup() == cq::kGroup && cq.getShape() == ArrayRef<int64_t>(shape);
-      } else {
-        auto tensor = cast<RankedTensorType>(op.getType());
-        const bool isInt = tensor.getElementType().isInteger(32);
-        ok = tensor.getShape() == ArrayRef<int64_t>(shape) && isInt == (t.storage == Tensor::Storage::I32);
-      }
-      if (!ok)
-        fail("weight \"{}\": the IR says {}, the model file holds {} {}", name, typeText(op.getType()),
-             t.storage == Tensor::Storage::CQ ? fmt::format("CQ{}", t.bits) : std::string("float"), shapeString(shape));
-    }
-    return t;
-  }
+  // ---- Weights: bound to the file once per needle.weight op ----
 
   const Tensor &tensorOf(Value v) {
     auto op = v.getDefiningOp<WeightOp>();
     if (!op)
       fail("a CQ value must come from needle.weight");
-    return checkedTensor(op);
-  }
-
-  /// A head tensor's rows for x0 and the given source blocks.
-  Vec headRows(WeightOp op) {
-    const std::string name = tensorName(op);
-    std::vector<int64_t> rows = {0};
-    for (int64_t source : op.getRowsAttr().asArrayRef()) {
-      auto it = std::find(sources.begin(), sources.end(), source);
-      if (it == sources.end())
-        fail("weight \"{}\": the model file has no head row for source block {}", name, source);
-      rows.push_back(it - sources.begin() + 1);
-    }
-    return selectRows(model.floats(name), checkedTensor(op).shape, headRowAxis(name), rows);
+    return weights.tensor(op);
   }
 
   /// Float values of a weight or an activation.
   const Vec &in(Value v) {
     if (auto op = v.getDefiningOp<WeightOp>()) {
       auto [it, inserted] = floatWeights.try_emplace(op);
-      if (inserted && op.getRows()) {
-        it->second = headRows(op);
-      } else if (inserted) {
-        checkedTensor(op);
-        it->second = model.floats(tensorName(op));
-      }
+      if (inserted)
+        it->second = weights.floats(op);
       return it->second;
     }
     auto it = env.find(v.getAsOpaquePointer());
@@ -168,14 +122,8 @@ struct IrEvaluator::Impl {
   const std::vector<int32_t> &ints(Value v) {
     auto op = v.getDefiningOp<WeightOp>();
     auto [it, inserted] = intWeights.try_emplace(op);
-    if (inserted) {
-      const std::string name = tensorName(op);
-      const bool defaultDraw = (name == "mlp.p1" || name == "mlp.p2") && !model.tensors.count(name);
-      it->second = defaultDraw ? mlpPermutation(model, name == "mlp.p1" ? 1 : 2) : checkedTensor(op).ints;
-      if (static_cast<int64_t>(it->second.size()) != cast<RankedTensorType>(op.getType()).getDimSize(0))
-        fail("weight \"{}\": the IR says {}, the permutation has {} entries", name, typeText(op.getType()),
-             it->second.size());
-    }
+    if (inserted)
+      it->second = weights.ints(op);
     return it->second;
   }
 
@@ -203,14 +151,13 @@ struct IrEvaluator::Impl {
 
   // Node-based maps: in() hands out references that must survive later insertions.
   const Model &model;
-  std::vector<int64_t> sources;
+  WeightBinding weights{model};
   func::FuncOp step;
   std::unordered_map<Operation *, Vec> floatWeights, rotatedWeights;
   std::unordered_map<Operation *, std::vector<int32_t>> intWeights;
   std::unordered_map<Operation *, OpState> state;
   std::unordered_map<void *, Vec> env;    // by Value::getAsOpaquePointer()
   llvm::DenseMap<Value, int64_t> scalars; // token and position
-  llvm::DenseSet<Operation *> checked;    // weights whose IR type matches the file
   std::vector<int32_t> tokens;
   Outputs last;
 };

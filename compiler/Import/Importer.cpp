@@ -206,6 +206,7 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   (*module)->setAttr(kModelAttr, b.getStringAttr(weightsPath));
   (*module)->setAttr(kCodebooksAttr, b.getDictionaryAttr(codebooks));
   (*module)->setAttr(kLadderOrderAttr, b.getDenseI64ArrayAttr(c_.order()));
+  (*module)->setAttr(kMaxSeqLenAttr, b.getI64IntegerAttr(c_.maxSeqLen));
 
   const int64_t D = c_.dModel;
   auto i32 = IntegerType::get(&ctx_, 32);

@@ -1,6 +1,7 @@
 #include "Pipeline/Pipeline.h"
 
 #include "Needle/Transforms/Passes.h"
+#include "codegen/Transforms/Passes.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,6 +16,7 @@ void needle::buildDefaultPipeline(OpPassManager &pm, int64_t depth) {
   pm.addPass(createFuseCqMatmul());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createPlanSession());
 }
 
 int64_t needle::countOnlineRotations(ModuleOp module) {

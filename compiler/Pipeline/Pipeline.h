@@ -8,7 +8,8 @@
 
 namespace needle {
 
-/// import -> [slice to `depth`] -> fold Hadamard -> fuse CQ matmuls -> canonicalize -> CSE.
+/// import -> [slice to `depth`] -> fold Hadamard -> fuse CQ matmuls -> canonicalize -> CSE ->
+/// plan the session's arena.
 void buildDefaultPipeline(mlir::OpPassManager &pm, int64_t depth);
 
 /// Online Hadamard rotations executed per token: needle.hadamard ops whose input is not a

@@ -18,6 +18,10 @@ for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"]:
 
 oracle_dir = os.path.join(config.needle_source_dir, "test", "oracle")
 config.substitutions.append(("%python", config.python_executable))
+# The system's C and C++ compilers build what needlec emits, as a product would.
+config.substitutions.append(("%cxx", "c++ -std=c++17 -O2 -Wall -Wextra -Werror"))
+config.substitutions.append(("%cc", "cc -std=c11 -O2 -Wall -Wextra -Werror"))
+config.substitutions.append(("%e2e", os.path.join(config.needle_source_dir, "test", "e2e")))
 config.substitutions.append(("%needle_tools", config.needle_tools_dir))
 config.substitutions.append(
     ("%compare", f"{config.python_executable} {oracle_dir}/compare.py {config.needle_tools_dir}/needle-run"))

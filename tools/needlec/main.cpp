@@ -10,6 +10,8 @@
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
+#include "codegen/Cpp/CppEmitter.h"
+#include "codegen/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -124,6 +126,7 @@ std::string capturingStderr(const std::function<void()> &parse) {
 /// Registers MLIR's pass-manager, timing and printing flags (and the pass names they may
 /// name) and parses the --mlir-* arguments.
 void parseMlirFlags(const std::vector<std::string> &args) {
+  registerNeedleCodegenPasses();
   registerNeedlePasses(); // first: the pass-name options list the passes registered when they are
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
@@ -241,6 +244,31 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
     printPipelineFigures(figures);
 }
 
+/// OUT.cpp + OUT.h: the model through the pipeline, printed as standalone C++.
+void emitCpp(const CommandLine &cl, const std::string &input, const std::string &out, const PrepareOptions &options) {
+  if (cl.has("passes"))
+    fail("--passes: only meaningful with --emit mlir");
+  if (out == "-")
+    fail("-o -: --emit cpp writes OUT.cpp and OUT.h; give a path");
+  bool transformed = false;
+  Model model = prepareModel(input, options, &transformed);
+  applyMaxSeq(cl, model, transformed);
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, input);
+  const PipelineFigures figures = runPipeline(*module, std::nullopt, true);
+  const fs::path base(out);
+  const std::string headerName = base.filename().string() + ".h";
+  const CppModel cpp = needle::emitCpp(*module, model, cl.value("name").value_or("needle_model"), headerName);
+  PendingOutput source(out + ".cpp", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
+  writeFile(source.staging(), cpp.source);
+  writeFile(header.staging(), cpp.header);
+  header.commit();
+  source.commit();
+  if (cl.has("stats"))
+    printPipelineFigures(figures);
+}
+
 void emitNeedle(const CommandLine &cl, const std::string &input, const std::string &out,
                 const PrepareOptions &options) {
   if (cl.has("passes"))
@@ -284,11 +312,11 @@ int run(int argc, char **argv) {
   parseMlirFlags(cl.passedThrough());
   const std::string input = cl.onlyPositional("MODEL");
   const std::string emit = cl.value("emit").value_or("obj");
-  if (emit == "obj" || emit == "cpp" || emit == "llvm")
-    fail("--emit {}: not implemented yet in this build (it comes with the backends); "
-         "--emit needle and --emit mlir work",
+  if (emit == "obj" || emit == "llvm")
+    fail("--emit {}: not implemented yet in this build (it comes with the object backend); "
+         "--emit cpp, --emit needle and --emit mlir work",
          emit);
-  if (emit != "needle" && emit != "mlir")
+  if (emit != "needle" && emit != "mlir" && emit != "cpp")
     fail("--emit: \"{}\" is not obj, cpp, needle, mlir or llvm", emit);
   checkTarget(cl.value("target").value_or("host"));
   checkName(cl.value("name").value_or("needle_model"));
@@ -304,6 +332,8 @@ int run(int argc, char **argv) {
     options.codebook = cq::parseCodebookKind(*codebook);
   if (emit == "mlir")
     emitMlir(cl, input, out, options);
+  else if (emit == "cpp")
+    emitCpp(cl, input, out, options);
   else
     emitNeedle(cl, input, out, options);
   return 0;

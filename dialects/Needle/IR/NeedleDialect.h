@@ -27,5 +27,7 @@ namespace needle::ir {
 inline constexpr const char *kModelAttr = "needle.model";              // the model file
 inline constexpr const char *kCodebooksAttr = "needle.codebooks";      // {cq2 = array<f32: ...>, ...}
 inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the ladder order of the blocks
+inline constexpr const char *kMaxSeqLenAttr = "needle.max_seq_len";    // tokens a session holds
+inline constexpr const char *kArenaAttr = "needle.arena"; // the session plan: {align, size, state_end, outputs_end}
 
 } // namespace needle::ir

@@ -1,0 +1,52 @@
+#include "codegen/Transforms/SessionNeeds.h"
+
+#include "Needle/IR/NeedleDialect.h"
+#include "needle_runtime.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace {
+
+int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+constexpr int64_t kFloat = sizeof(float);
+
+} // namespace
+
+int64_t needle::kvCapacity(int64_t window, int64_t maxSeqLen) {
+  return window > 0 ? std::min(window, maxSeqLen) : maxSeqLen;
+}
+
+needle::SessionNeeds needle::sessionNeeds(Operation *op, int64_t maxSeqLen) {
+  return llvm::TypeSwitch<Operation *, SessionNeeds>(op)
+      .Case([&](AttentionOp attention) {
+        const int64_t capacity = kvCapacity(attention.getWindow(), maxSeqLen);
+        const int64_t width = lengthOf(attention.getKey()) + lengthOf(attention.getValue());
+        return SessionNeeds{capacity * width * kFloat, capacity * kFloat};
+      })
+      .Case([&](CausalTapsOp taps) {
+        const int64_t floats =
+            needle_rt::taps_state_floats(lengthOf(taps.getInput()), shapeOf(taps.getTaps())[0], taps.getStride());
+        return SessionNeeds{floats * kFloat, 0};
+      })
+      .Case([&](EngramGatherOp gather) {
+        const int64_t longest = *std::max_element(gather.getOrders().begin(), gather.getOrders().end());
+        return SessionNeeds{longest * static_cast<int64_t>(sizeof(int32_t)), 0};
+      })
+      .Case([&](HeadOp head) {
+        const ArrayRef<int64_t> probes = shapeOf(head.getProbes());
+        const int64_t rows = probes[0], count = probes[1], d = probes[2];
+        const int64_t pooled = shapeOf(head.getQuery())[0] * d;
+        return SessionNeeds{needle_rt::head_state_floats(rows, count, d) * kFloat,
+                            (needle_rt::head_finish_scratch_floats(rows, count) + pooled) * kFloat};
+      })
+      .Case([&](KronMlpOp mlp) {
+        return SessionNeeds{0, needle_rt::kron_mlp_scratch_floats(lengthOf(mlp.getD1())) * kFloat};
+      })
+      .Default([](Operation *) { return SessionNeeds{}; });
+}

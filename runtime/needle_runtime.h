@@ -1,0 +1,690 @@
+// needle_rt: the portable kernels a compiled Needle model calls, one per op of the needle
+// dialect (docs/dialect.md), each computing what compiler/Reference computes for it
+// (docs/model.md is the contract).
+//
+// This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
+// self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring>; everything inline in
+// namespace needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read
+// and write only the caller's memory. Sizes and positions are int64_t; "floats" below counts
+// float elements. Where a kernel keeps state across tokens (rings, pooling), the comment above
+// it gives the exact layout and size; the caller owns and places it (the arena planner).
+//
+// Arithmetic is f32 with f32 accumulators (the reference accumulates in double), except RoPE's
+// angle, cos and sin, which model.md requires in double.
+#ifndef NEEDLE_RUNTIME_H
+#define NEEDLE_RUNTIME_H
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace needle_rt {
+
+// ---------------------------------------------------------------------------------------------
+// Scalars and small vector helpers
+// ---------------------------------------------------------------------------------------------
+
+/// IEEE binary16 -> f32, exact for every input (subnormals, infinities, NaN payloads).
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+  uint32_t bits;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);
+  } else if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in f32.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  } else {
+    // Rebias the exponent from 15 to 127.
+    bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// σ(x) = 1 / (1 + e^-x). e^-x overflowing to +inf gives exactly 0, as it should.
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+/// Σ a[i] b[i] with four f32 accumulators: independent chains let the compiler pipeline (and,
+/// with reassociation, vectorize) the loop, and pairwise-ish summation loses less precision.
+inline float dot(const float *a, const float *b, int64_t n) {
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  const int64_t whole = n - n % 4;
+  for (int64_t i = 0; i < whole; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (int64_t i = whole; i < n; ++i)
+    s0 += a[i] * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+/// 1 / sqrt(mean(x²) + eps): the factor of unit(x) = x / sqrt(mean(x²) + eps).
+inline float rms_inverse(const float *x, int64_t n, float eps) {
+  return 1.0f / std::sqrt(dot(x, x, n) / static_cast<float>(n) + eps);
+}
+
+/// out = x * factor (needle.scale; the embedding's sqrt(D)). out may equal x.
+inline void scale(const float *x, int64_t n, float factor, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] * factor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walsh-Hadamard rotation and CQ (docs/cq-format.md)
+// ---------------------------------------------------------------------------------------------
+
+/// The CQ group size G.
+constexpr int64_t cq_group = 128;
+
+/// Cp: cols rounded up to whole groups.
+inline int64_t cq_padded_cols(int64_t cols) { return (cols + cq_group - 1) / cq_group * cq_group; }
+/// Bytes of one packed row: Cp indices of `bits` each (Cp is a multiple of 8).
+inline int64_t cq_row_bytes(int64_t cols, int bits) { return cq_padded_cols(cols) * bits / 8; }
+/// Groups (and fp16 norms) per row.
+inline int64_t cq_groups(int64_t cols) { return cq_padded_cols(cols) / cq_group; }
+
+/// x <- H x in place, H[a][b] = (-1)^popcount(a&b) / sqrt(n), n a power of two. Unnormalized
+/// butterflies, then one scale by 1/sqrt(n): the same operation order as cq::fwht, so the result
+/// is bit-identical to it.
+inline void fwht(float *x, int64_t n) {
+  for (int64_t half = 1; half < n; half *= 2)
+    for (int64_t block = 0; block < n; block += 2 * half)
+      for (int64_t i = block; i < block + half; ++i) {
+        const float a = x[i], b = x[i + half];
+        x[i] = a + b;
+        x[i + half] = a - b;
+      }
+  const float s = static_cast<float>(1.0 / std::sqrt(static_cast<double>(n)));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] *= s;
+}
+
+/// needle.hadamard: out [round_up(n, group)] = `in` padded with zeros, then H per group (group a
+/// power of two). out may equal in when that buffer holds the padded length.
+inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
+  const int64_t padded = (n + group - 1) / group * group;
+  if (out != in)
+    std::memmove(out, in, static_cast<size_t>(n) * sizeof(float));
+  for (int64_t i = n; i < padded; ++i)
+    out[i] = 0.0f;
+  for (int64_t g = 0; g < padded; g += group)
+    fwht(out + g, group);
+}
+
+/// Index k of a packed CQ row: 2/4 bits little-endian within a byte; 3 bits as runs of 8
+/// indices in 3 bytes read as a little-endian 24-bit word, index 8i+j at bits 3j..3j+2.
+inline unsigned cq_index(const uint8_t *row, int bits, int64_t k) {
+  if (bits == 3) {
+    const uint8_t *run = row + (k / 8) * 3;
+    const uint32_t word = run[0] | (static_cast<uint32_t>(run[1]) << 8) | (static_cast<uint32_t>(run[2]) << 16);
+    return (word >> (3 * (k % 8))) & 7u;
+  }
+  const int per_byte = 8 / bits;
+  return (row[k / per_byte] >> (bits * (k % per_byte))) & ((1u << bits) - 1u);
+}
+
+/// Σ_i c[idx_i] x[i] over one group of 128 indices packed at `bits` = 2, 3 or 4 (16·bits bytes),
+/// decoding a whole byte (2, 4 bits) or 3-byte run (3 bits) at a time, into four accumulators.
+inline float cq_group_dot(const uint8_t *p, int bits, const float *c, const float *x) {
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  if (bits == 2) {
+    for (int j = 0; j < 32; ++j, x += 4) {
+      const unsigned b = p[j];
+      s0 += c[b & 3u] * x[0];
+      s1 += c[(b >> 2) & 3u] * x[1];
+      s2 += c[(b >> 4) & 3u] * x[2];
+      s3 += c[b >> 6] * x[3];
+    }
+  } else if (bits == 4) {
+    for (int j = 0; j < 64; j += 2, x += 4) {
+      const unsigned b0 = p[j], b1 = p[j + 1];
+      s0 += c[b0 & 15u] * x[0];
+      s1 += c[b0 >> 4] * x[1];
+      s2 += c[b1 & 15u] * x[2];
+      s3 += c[b1 >> 4] * x[3];
+    }
+  } else { // 3 bits: 16 runs of 8 indices in 3 bytes
+    for (int j = 0; j < 48; j += 3, x += 8) {
+      const uint32_t w = p[j] | (static_cast<uint32_t>(p[j + 1]) << 8) | (static_cast<uint32_t>(p[j + 2]) << 16);
+      s0 += c[w & 7u] * x[0] + c[(w >> 12) & 7u] * x[4];
+      s1 += c[(w >> 3) & 7u] * x[1] + c[(w >> 15) & 7u] * x[5];
+      s2 += c[(w >> 6) & 7u] * x[2] + c[(w >> 18) & 7u] * x[6];
+      s3 += c[(w >> 9) & 7u] * x[3] + c[(w >> 21) & 7u] * x[7];
+    }
+  }
+  return (s0 + s1) + (s2 + s3);
+}
+
+/// needle.cq_matmul: y[r] = Σ_g n16[r,g] Σ_i c[idx[r,g,i]] x_rot[g·128 + i], i.e. W x with
+/// W = C·H per group and x_rot = H x (padded). packed [rows][cq_row_bytes(cols, bits)], norms
+/// [rows][cq_groups(cols)] fp16, codebook [2^bits], x_rot [cq_padded_cols(cols)], y [rows].
+/// y must not overlap x_rot.
+inline void cq_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                      int64_t cols, const float *x_rot, float *y) {
+  const int64_t groups = cq_groups(cols), row_bytes = cq_row_bytes(cols, bits), group_bytes = 16 * bits;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *row = packed + r * row_bytes;
+    float sum = 0.0f;
+    for (int64_t g = 0; g < groups; ++g)
+      sum += half_to_float(norms[r * groups + g]) *
+             cq_group_dot(row + g * group_bytes, bits, codebook, x_rot + g * cq_group);
+    y[r] = sum;
+  }
+}
+
+/// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =
+/// c[idx[row,g,i]] · n16[row,g], [cq_padded_cols(cols)] floats (hadamard() of it decodes the
+/// row). The same single product per value as cq::decodeRotatedRows, so bit-identical to it.
+inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t row,
+                   int64_t cols, float *out) {
+  const int64_t groups = cq_groups(cols);
+  const uint8_t *p = packed + row * cq_row_bytes(cols, bits);
+  for (int64_t g = 0; g < groups; ++g) {
+    const float n16 = half_to_float(norms[row * groups + g]);
+    for (int64_t i = 0; i < cq_group; ++i)
+      out[g * cq_group + i] = codebook[cq_index(p, bits, g * cq_group + i)] * n16;
+  }
+}
+
+/// needle.unpad_rows: [rows][padded] -> [rows][width], keeping the first width of each row.
+/// out may equal in (rows move forward only).
+inline void unpad_rows(const float *in, int64_t rows, int64_t padded, int64_t width, float *out) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memmove(out + r * width, in + r * padded, static_cast<size_t>(width) * sizeof(float));
+}
+
+/// needle.matmul on float weights: y = W x, W [rows][cols] row-major. y must not overlap x.
+inline void matvec(const float *w, int64_t rows, int64_t cols, const float *x, float *y) {
+  for (int64_t r = 0; r < rows; ++r)
+    y[r] = dot(w + r * cols, x, cols);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Norms and RoPE
+// ---------------------------------------------------------------------------------------------
+
+/// unit(x) = x / sqrt(mean(x²) + eps) over n values. out may equal x.
+inline void unit_norm(const float *x, int64_t n, float eps, float *out) {
+  const float inverse = rms_inverse(x, n, eps);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] * inverse;
+}
+
+/// needle.zc_norm: x [n_total] is `heads` heads of d = n_total / heads; each head becomes
+/// (1 + scale) ⊙ unit(head), scale [d] shared by all heads (heads = 1: the whole vector).
+/// scale may be null (plain unit). out may equal x.
+inline void zc_norm(const float *x, const float *scale, int64_t n_total, int64_t heads, float eps, float *out) {
+  const int64_t d = n_total / heads;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *xh = x + h * d;
+    float *oh = out + h * d;
+    const float inverse = rms_inverse(xh, d, eps);
+    for (int64_t i = 0; i < d; ++i)
+      oh[i] = xh[i] * inverse * (scale ? 1.0f + scale[i] : 1.0f);
+  }
+}
+
+/// needle.rope, rotate-half, in place on x [heads][d] (d even) at position t: pair (f, f + d/2)
+/// turns by t·theta^(-2f/d). The angle, cos and sin are formed in double and rounded to f32
+/// exactly as reference::rope (model.md's choice), once per f and shared by all heads.
+inline void rope(float *x, int64_t heads, int64_t d, int64_t t, double theta) {
+  const int64_t half = d / 2;
+  for (int64_t f = 0; f < half; ++f) {
+    const double angle =
+        static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(f) / static_cast<double>(d));
+    const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+    for (int64_t h = 0; h < heads; ++h) {
+      float *head = x + h * d;
+      const float a = head[f], b = head[f + half];
+      head[f] = a * c - b * s;
+      head[f + half] = b * c + a * s;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The four mHC lanes: always one contiguous [4][d] block, lane l at lanes + l·d.
+// ---------------------------------------------------------------------------------------------
+
+/// needle.lanes_init: all four lanes = x [d].
+inline void lanes_init(const float *x, int64_t d, float *lanes) {
+  for (int l = 0; l < 4; ++l)
+    std::memcpy(lanes + l * d, x, static_cast<size_t>(d) * sizeof(float));
+}
+
+/// needle.lane_norm: nx [4d] = unit(concat(lanes)) — the lanes are contiguous, so this is
+/// unit() over 4d values. nx may equal lanes.
+inline void lane_norm(const float *lanes, int64_t d, float eps, float *nx) { unit_norm(lanes, 4 * d, eps, nx); }
+
+/// Log-domain Sinkhorn on a row-major 4x4 in place: 20 rounds of subtracting each row's, then
+/// each column's, logsumexp (max-shifted so exp cannot overflow), then exp. Columns of the
+/// result sum to 1, rows nearly.
+inline void sinkhorn4(float *m) {
+  for (int round = 0; round < 20; ++round)
+    for (int pass = 0; pass < 2; ++pass) {
+      // pass 0: rows (stride 1 within, 4 between); pass 1: columns (stride 4 within, 1 between).
+      const int within = pass == 0 ? 1 : 4, between = pass == 0 ? 4 : 1;
+      for (int line = 0; line < 4; ++line) {
+        float *v = m + line * between;
+        float top = v[0];
+        for (int i = 1; i < 4; ++i)
+          top = v[i * within] > top ? v[i * within] : top;
+        float sum = 0.0f;
+        for (int i = 0; i < 4; ++i)
+          sum += std::exp(v[i * within] - top);
+        const float lse = top + std::log(sum);
+        for (int i = 0; i < 4; ++i)
+          v[i * within] -= lse;
+      }
+    }
+  for (int i = 0; i < 16; ++i)
+    m[i] = std::exp(m[i]);
+}
+
+/// needle.mhc_gates from the projections pre = Φ_pre nx [4], post = Φ_post nx [4], res = Φ_res
+/// nx [16] of the block at lane position `position` (one = one-hot at position % 4):
+///   h_pre  = σ(a[0]·pre + b_pre + 8·one − 4)                  [4]
+///   h_post = 2σ(a[1]·post + b_post − 4·(1 − one))             [4]
+///   mix    = sinkhorn(a[2]·reshape(res, 4×4) + b_res)          [16], row-major
+inline void mhc_gates(const float *pre, const float *post, const float *res, const float *a, const float *b_pre,
+                      const float *b_post, const float *b_res, int64_t position, float *h_pre, float *h_post,
+                      float *mix) {
+  const int64_t own = position % 4;
+  for (int l = 0; l < 4; ++l) {
+    const float one = l == own ? 1.0f : 0.0f;
+    h_pre[l] = sigmoid(a[0] * pre[l] + b_pre[l] + 8.0f * one - 4.0f);
+    h_post[l] = 2.0f * sigmoid(a[1] * post[l] + b_post[l] - 4.0f * (1.0f - one));
+  }
+  for (int i = 0; i < 16; ++i)
+    mix[i] = a[2] * res[i] + b_res[i];
+  sinkhorn4(mix);
+}
+
+/// needle.lane_read: u [d] = Σ_l h_pre[l] · lane_l. u must not overlap lanes.
+inline void lane_read(const float *lanes, int64_t d, const float *h_pre, float *u) {
+  for (int64_t e = 0; e < d; ++e)
+    u[e] = h_pre[0] * lanes[e] + h_pre[1] * lanes[d + e] + h_pre[2] * lanes[2 * d + e] + h_pre[3] * lanes[3 * d + e];
+}
+
+/// needle.lane_write: out_i = Σ_k mix[i·4 + k] · lane_k + h_post[i] · y, all four lanes from the
+/// lanes as they were. Column by column (all four values of element e read before any is
+/// written), so out may equal lanes (in-place update); otherwise they must not overlap. y [d]
+/// must not overlap out.
+inline void lane_write(const float *lanes, int64_t d, const float *h_post, const float *mix, const float *y,
+                       float *out) {
+  for (int64_t e = 0; e < d; ++e) {
+    const float l0 = lanes[e], l1 = lanes[d + e], l2 = lanes[2 * d + e], l3 = lanes[3 * d + e], ye = y[e];
+    for (int i = 0; i < 4; ++i) {
+      const float *m = mix + 4 * i;
+      out[i * d + e] = h_post[i] * ye + ((m[0] * l0 + m[1] * l1) + (m[2] * l2 + m[3] * l3));
+    }
+  }
+}
+
+/// needle.lane_mean: out [d] = (lane_0 + lane_1 + lane_2 + lane_3) / 4 (a block's cell; the input
+/// of the final norm). out must not overlap lanes 1..3 (it may equal lane 0).
+inline void lane_mean(const float *lanes, int64_t d, float *out) {
+  for (int64_t e = 0; e < d; ++e)
+    out[e] = ((lanes[e] + lanes[d + e]) + (lanes[2 * d + e] + lanes[3 * d + e])) * 0.25f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engram
+// ---------------------------------------------------------------------------------------------
+
+/// Stores token `token` of position t in the engram token ring: ring [capacity] int32, token of
+/// position p at ring[p % capacity]. capacity >= max(orders) keeps every token a hash reads.
+/// Call it before engram_slot / engram_gather for position t. Never needs clearing: slots of
+/// positions before 0 are never read.
+inline void engram_remember(int32_t *ring, int64_t capacity, int64_t t, int32_t token) { ring[t % capacity] = token; }
+
+/// The slot of table oi·E_h + h for order `order` at position t, exactly reference::engramSlot
+/// (uint32 arithmetic mod 2^32):
+///   acc = 0x9E3779B9·(oi·E_h + h + 1); acc = (acc ^ tok[t−i])·0x01000193 for i < order
+///   (tok before position 0 is 0); acc ^= acc >> 15; slot = acc mod slots.
+/// Tokens come from the ring of engram_remember (capacity >= order).
+inline uint32_t engram_slot(const int32_t *ring, int64_t capacity, int64_t t, int64_t order_index, int64_t order,
+                            int64_t head, int64_t heads_per_order, int64_t slots) {
+  uint32_t acc = 0x9E3779B9u * static_cast<uint32_t>(order_index * heads_per_order + head + 1);
+  for (int64_t i = 0; i < order; ++i) {
+    const uint32_t token = t - i >= 0 ? static_cast<uint32_t>(ring[(t - i) % capacity]) : 0u;
+    acc = (acc ^ token) * 0x01000193u;
+  }
+  acc ^= acc >> 15;
+  return acc % static_cast<uint32_t>(slots);
+}
+
+/// needle.engram_gather: for each order orders[oi] (n_orders of them) and head h < heads, row
+/// `slot` of table oi·heads + h in the rotated domain (cq_row), or zeros when t < order − 1;
+/// concatenated in table order into out [n_orders·heads·cq_padded_cols(sub_dim)]. The tables are
+/// one CQ tensor [n_orders·heads, slots, sub_dim]: CQ row (table·slots + slot), cols = sub_dim.
+inline void engram_gather(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
+                          int64_t heads, const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                          int64_t slots, int64_t sub_dim, float *out) {
+  const int64_t padded = cq_padded_cols(sub_dim);
+  for (int64_t oi = 0; oi < n_orders; ++oi)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t table = oi * heads + h;
+      float *row = out + table * padded;
+      if (t < orders[oi] - 1) {
+        for (int64_t i = 0; i < padded; ++i)
+          row[i] = 0.0f;
+        continue;
+      }
+      const uint32_t slot = engram_slot(ring, capacity, t, oi, orders[oi], h, heads, slots);
+      cq_row(packed, norms, codebook, bits, table * slots + slot, sub_dim, row);
+    }
+}
+
+/// needle.engram_gate: out = u + σ(⟨unit(u), unit(k)⟩ / sqrt(n)) · v. ⟨unit(u), unit(k)⟩ is
+/// ⟨u, k⟩ times both rms inverses, so no normalized copies are needed. out may equal u or v.
+inline void engram_gate(const float *u, const float *key, const float *value, int64_t n, float eps, float *out) {
+  const float cosine = dot(u, key, n) * rms_inverse(u, n, eps) * rms_inverse(key, n, eps);
+  const float gate = sigmoid(cosine / std::sqrt(static_cast<float>(n)));
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = u[i] + gate * value[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Causal taps
+// ---------------------------------------------------------------------------------------------
+
+/// Floats of a causal_taps ring: stride·(count − 1) past inputs of n floats.
+inline int64_t taps_state_floats(int64_t n, int64_t count, int64_t stride) { return stride * (count - 1) * n; }
+
+/// needle.causal_taps at position t: out = Σ_{i<count} taps[i] ⊙ x_{t − stride·i} over the terms
+/// with t − stride·i >= 0, taps [count][n].
+/// State: ring [capacity][n] with capacity = stride·(count − 1) (taps_state_floats); the input of
+/// position p sits in slot p % capacity. The oldest term x_{t−capacity} is in slot t % capacity,
+/// which is read and then overwritten with x_t element by element, so a call both uses and
+/// updates the ring. Positions must be fed 0, 1, 2, ... with no gap; the ring never needs
+/// clearing (slots are only read for positions >= 0 already written). count = 1 needs no ring.
+/// out may equal x.
+inline void causal_taps(const float *x, int64_t n, const float *taps, int64_t count, int64_t stride, float *ring,
+                        int64_t t, float *out) {
+  const int64_t capacity = stride * (count - 1);
+  if (capacity == 0) {
+    for (int64_t e = 0; e < n; ++e)
+      out[e] = taps[e] * x[e];
+    return;
+  }
+  float *oldest = ring + (t % capacity) * n;
+  const float *oldest_tap = taps + (count - 1) * n;
+  const bool has_oldest = t >= capacity;
+  for (int64_t e = 0; e < n; ++e) {
+    const float xe = x[e], old = oldest[e];
+    oldest[e] = xe;
+    out[e] = taps[e] * xe + (has_oldest ? oldest_tap[e] * old : 0.0f);
+  }
+  for (int64_t i = 1; i < count - 1 && t - stride * i >= 0; ++i) {
+    const float *past = ring + ((t - stride * i) % capacity) * n, *tap = taps + i * n;
+    for (int64_t e = 0; e < n; ++e)
+      out[e] += tap[e] * past[e];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention
+// ---------------------------------------------------------------------------------------------
+
+/// needle.attention at position t: grouped-query attention over a KV ring.
+/// State: k_cache [capacity][kv_heads·dqk] and v_cache [capacity][kv_heads·dv]; position p lives
+/// in slot p % capacity. The call first stores k [kv_heads·dqk] and v [kv_heads·dv] of position t,
+/// then query head h (q [heads·dqk]) reads kv head h / (heads / kv_heads) over the visible
+/// positions first..t, first = 0 for window 0 (global) or max(0, t − window + 1):
+///   o_h = Σ_p softmax_p(q_h·k_p / sqrt(dqk)) v_p,   out [heads·dv] = concat_h o_h.
+/// Contract: capacity >= window for a local block, capacity >= max_seq_len for a global one;
+/// first is raised to t − capacity + 1 if needed so no overwritten slot is ever read. Positions
+/// 0, 1, 2, ... in order; the caches never need clearing. Scratch: scores [capacity] floats.
+/// out must not overlap q, k, v, the caches or scores.
+inline void attention(const float *q, const float *k, const float *v, int64_t heads, int64_t kv_heads, int64_t dqk,
+                      int64_t dv, int64_t window, int64_t capacity, int64_t t, float *k_cache, float *v_cache,
+                      float *scores, float *out) {
+  const int64_t k_width = kv_heads * dqk, v_width = kv_heads * dv, group = heads / kv_heads;
+  std::memcpy(k_cache + (t % capacity) * k_width, k, static_cast<size_t>(k_width) * sizeof(float));
+  std::memcpy(v_cache + (t % capacity) * v_width, v, static_cast<size_t>(v_width) * sizeof(float));
+  int64_t first = window == 0 ? 0 : (t - window + 1 > 0 ? t - window + 1 : 0);
+  if (t - first + 1 > capacity)
+    first = t - capacity + 1;
+  const int64_t count = t - first + 1, first_slot = first % capacity;
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *qh = q + h * dqk;
+    const int64_t kv = h / group;
+    // Scores, max-shifted exp (so exp never overflows), and their sum.
+    float top = -INFINITY;
+    for (int64_t i = 0, slot = first_slot; i < count; ++i, slot = slot + 1 == capacity ? 0 : slot + 1) {
+      scores[i] = dot(qh, k_cache + slot * k_width + kv * dqk, dqk) * inv_sqrt;
+      top = scores[i] > top ? scores[i] : top;
+    }
+    float sum = 0.0f;
+    for (int64_t i = 0; i < count; ++i)
+      sum += scores[i] = std::exp(scores[i] - top);
+    // o_h = Σ e_p v_p / Σ e_p: one division per head instead of one per weight.
+    float *oh = out + h * dv;
+    for (int64_t e = 0; e < dv; ++e)
+      oh[e] = 0.0f;
+    for (int64_t i = 0, slot = first_slot; i < count; ++i, slot = slot + 1 == capacity ? 0 : slot + 1) {
+      const float *vp = v_cache + slot * v_width + kv * dv;
+      for (int64_t e = 0; e < dv; ++e)
+        oh[e] += scores[i] * vp[e];
+    }
+    const float inv_sum = 1.0f / sum;
+    for (int64_t e = 0; e < dv; ++e)
+      oh[e] *= inv_sum;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// After attention
+// ---------------------------------------------------------------------------------------------
+
+/// needle.sigmoid_gate: out = x ⊙ σ(gate). out may equal x or gate.
+inline void sigmoid_gate(const float *x, const float *gate, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] * sigmoid(gate[i]);
+}
+
+/// needle.residual_gate: out = x + σ(gate) · zc(a; norm), with gate the block's scalar
+/// attn_gate. The rms of a is taken first, so out may equal x or a.
+inline void residual_gate(const float *x, const float *a, const float *norm, float gate, int64_t n, float eps,
+                          float *out) {
+  const float g = sigmoid(gate), inverse = rms_inverse(a, n, eps);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] + g * (a[i] * inverse * (1.0f + norm[i]));
+}
+
+/// needle.block_update: out = x1 + mlp − u, the update the lanes receive. out may equal any input.
+inline void block_update(const float *x1, const float *mlp, const float *u, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x1[i] + mlp[i] - u[i];
+}
+
+/// The weights of one block's Kronecker MLP (docs/model.md "MLP"). n = ba·bb >= d_model.
+struct KronMlp {
+  int64_t d_model, n, ba, bb;
+  const float *norm;                   // [d_model], mlp_norm
+  const float *w1a, *w2a, *w3a;        // [ba][ba]
+  const float *w1b, *w2b, *w3b;        // [bb][bb]
+  const float *d1, *d2, *b2, *d3, *d4; // [n]
+  const float *cond_v;                 // [d_model][8]
+  const float *cond_u;                 // [8][n]
+  const int32_t *p1, *p2;              // [n], gathers z'[i] = z[p[i]]
+};
+
+/// K(z) = waᵀ Z wb, Z = z as [ba][bb] row-major: first T = Z wb into tmp, then out = waᵀ T, both
+/// as row axpys (contiguous inner loops). z, tmp [ba·bb]; out [ba·bb] may equal z, not tmp.
+inline void kronecker(const float *z, const float *wa, const float *wb, int64_t ba, int64_t bb, float *tmp,
+                      float *out) {
+  for (int64_t a = 0; a < ba; ++a) {
+    float *t = tmp + a * bb;
+    for (int64_t c = 0; c < bb; ++c)
+      t[c] = 0.0f;
+    for (int64_t b = 0; b < bb; ++b) {
+      const float zab = z[a * bb + b];
+      const float *w = wb + b * bb;
+      for (int64_t c = 0; c < bb; ++c)
+        t[c] += zab * w[c];
+    }
+  }
+  for (int64_t r = 0; r < ba; ++r) {
+    float *o = out + r * bb;
+    for (int64_t c = 0; c < bb; ++c)
+      o[c] = 0.0f;
+    for (int64_t a = 0; a < ba; ++a) {
+      const float war = wa[a * ba + r];
+      const float *t = tmp + a * bb;
+      for (int64_t c = 0; c < bb; ++c)
+        o[c] += war * t[c];
+    }
+  }
+}
+
+/// Scratch floats kron_mlp needs: cond, and two ping-pong buffers, n each.
+inline int64_t kron_mlp_scratch_floats(int64_t n) { return 3 * n; }
+
+/// needle.kron_mlp on x1 [d_model] into out [d_model], exactly reference::kronMlp:
+///   m = zc(x1; norm); cond = 1 + softmax(cond_vᵀ m) · cond_u; z = pad(m, n)
+///   z = K_1(d1 ⊙ z)[p1]; z = K_2(silu(d2 ⊙ cond ⊙ z + b2))[p2]; z = K_3(d3 ⊙ z); out = (d4 ⊙ z)[:D]
+/// Scratch: kron_mlp_scratch_floats(n) = 3n floats. out may equal x1 (x1 is read only first).
+inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
+  const int64_t D = w.d_model, n = w.n;
+  float *cond = scratch, *a = scratch + n, *b = scratch + 2 * n;
+  zc_norm(x1, w.norm, D, 1, eps, a);
+  for (int64_t i = D; i < n; ++i)
+    a[i] = 0.0f;
+  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]).
+  float mix[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < D; ++i)
+    for (int j = 0; j < 8; ++j)
+      mix[j] += w.cond_v[i * 8 + j] * a[i];
+  float top = mix[0], sum = 0.0f;
+  for (int j = 1; j < 8; ++j)
+    top = mix[j] > top ? mix[j] : top;
+  for (int j = 0; j < 8; ++j)
+    sum += mix[j] = std::exp(mix[j] - top);
+  for (int j = 0; j < 8; ++j)
+    mix[j] /= sum;
+  for (int64_t i = 0; i < n; ++i)
+    cond[i] = 1.0f;
+  for (int j = 0; j < 8; ++j)
+    for (int64_t i = 0; i < n; ++i)
+      cond[i] += mix[j] * w.cond_u[j * n + i];
+  // a -> K_1 -> gather p1 into b -> silu -> K_2 -> gather p2 into a -> K_3.
+  for (int64_t i = 0; i < n; ++i)
+    a[i] *= w.d1[i];
+  kronecker(a, w.w1a, w.w1b, w.ba, w.bb, b, a);
+  for (int64_t i = 0; i < n; ++i) {
+    const float z = w.d2[i] * cond[i] * a[w.p1[i]] + w.b2[i];
+    b[i] = z * sigmoid(z);
+  }
+  kronecker(b, w.w2a, w.w2b, w.ba, w.bb, a, b);
+  for (int64_t i = 0; i < n; ++i)
+    a[i] = b[w.p2[i]] * w.d3[i];
+  kronecker(a, w.w3a, w.w3b, w.ba, w.bb, b, a);
+  for (int64_t i = 0; i < D; ++i)
+    out[i] = w.d4[i] * a[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling heads (docs/model.md "Heads"): an online softmax over positions per (row, probe).
+// ---------------------------------------------------------------------------------------------
+
+/// Floats of one head's pooling state: rows·probes slots of (d + 2) floats each. Slot
+/// s = r·probes + k starts at state + s·(d + 2) and holds [max, sum, acc[d]]: the largest score
+/// so far, Σ_t e^(score_t − max) and Σ_t e^(score_t − max)·cell_{t,r}. All zeros = no position
+/// kept (sum is >= 1 once one is), so a session is reset by zeroing it.
+inline int64_t head_state_floats(int64_t rows, int64_t probes, int64_t d) { return rows * probes * (d + 2); }
+
+/// Adds one position's cells to the pooling state (the caller skips pad tokens). cells[r] [d] is
+/// the cell of row r (row 0: x0; row j: the j-th kept block's lane mean), probe_vectors
+/// [rows][probes][d]. Score = ⟨cell_r, probe_rk⟩ / sqrt(d); when it beats the running max the old
+/// sums are rescaled by e^(old − new), else the new cell is weighted by e^(score − max).
+inline void head_pool_add(float *state, int64_t rows, int64_t probes, int64_t d, const float *const *cells,
+                          const float *probe_vectors) {
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < probes; ++k) {
+      float *slot = state + (r * probes + k) * (d + 2), *acc = slot + 2;
+      const float x = dot(cells[r], probe_vectors + (r * probes + k) * d, d) * inv_sqrt;
+      float keep = 1.0f, weight = 1.0f; // rescale of the old state, weight of the new cell
+      if (slot[1] == 0.0f) {
+        slot[0] = x;
+      } else if (x > slot[0]) {
+        keep = std::exp(slot[0] - x);
+        slot[0] = x;
+      } else {
+        weight = std::exp(x - slot[0]);
+      }
+      slot[1] = slot[1] * keep + weight;
+      for (int64_t e = 0; e < d; ++e)
+        acc[e] = acc[e] * keep + weight * cells[r][e];
+    }
+}
+
+/// Scratch floats head_pool_finish needs: one factor and one softmax weight per (row, probe).
+inline int64_t head_finish_scratch_floats(int64_t rows, int64_t probes) { return 2 * rows * probes; }
+
+/// The query mix of the pooled state into pooled [queries·d]:
+///   R[r,k]   = unit(acc / sum) · gain[r,k]  = f_rk · acc, f_rk = gain / (sum·sqrt(mean((acc/sum)²) + eps))
+///              (R = 0 when no position was kept);
+///   w_q      = softmax over (r,k) of ⟨R[r,k], query_q⟩ / sqrt(d) + row_bias[q][r][k];
+///   pooled_q = Σ_{r,k} w_q[r,k] · R[r,k].
+/// gain [rows][probes], query [queries][d], row_bias [queries][rows][probes].
+/// Scratch: head_finish_scratch_floats(rows, probes) = 2·rows·probes floats.
+inline void head_pool_finish(const float *state, int64_t rows, int64_t probes, int64_t d, const float *gain,
+                             const float *query, const float *row_bias, int64_t queries, float eps, float *scratch,
+                             float *pooled) {
+  const int64_t slots = rows * probes;
+  float *factor = scratch, *weight = scratch + slots;
+  for (int64_t s = 0; s < slots; ++s) {
+    const float *slot = state + s * (d + 2), sum = slot[1];
+    factor[s] =
+        sum == 0.0f
+            ? 0.0f
+            : gain[s] / (sum * std::sqrt(dot(slot + 2, slot + 2, d) / (sum * sum) / static_cast<float>(d) + eps));
+  }
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t q = 0; q < queries; ++q) {
+    float top = -INFINITY, sum = 0.0f;
+    for (int64_t s = 0; s < slots; ++s) {
+      weight[s] = factor[s] * dot(state + s * (d + 2) + 2, query + q * d, d) * inv_sqrt + row_bias[q * slots + s];
+      top = weight[s] > top ? weight[s] : top;
+    }
+    for (int64_t s = 0; s < slots; ++s)
+      sum += weight[s] = std::exp(weight[s] - top);
+    float *p = pooled + q * d;
+    for (int64_t e = 0; e < d; ++e)
+      p[e] = 0.0f;
+    for (int64_t s = 0; s < slots; ++s) {
+      const float c = weight[s] / sum * factor[s];
+      const float *acc = state + s * (d + 2) + 2;
+      for (int64_t e = 0; e < d; ++e)
+        p[e] += c * acc[e];
+    }
+  }
+}
+
+/// The confidence head's output σ(proj · pooled + bias), proj [width], width = queries·d.
+inline float head_confidence(const float *pooled, const float *proj, float bias, int64_t width) {
+  return sigmoid(dot(proj, pooled, width) + bias);
+}
+
+/// The embedding head's output p / sqrt(Σ p² + 1e-12), p = proj · pooled, proj [out_dim][width].
+/// out [out_dim] must not overlap pooled.
+inline void head_embedding(const float *pooled, const float *proj, int64_t out_dim, int64_t width, float *out) {
+  matvec(proj, out_dim, width, pooled, out);
+  const float inverse = 1.0f / std::sqrt(dot(out, out, out_dim) + 1e-12f);
+  for (int64_t i = 0; i < out_dim; ++i)
+    out[i] *= inverse;
+}
+
+} // namespace needle_rt
+
+#endif // NEEDLE_RUNTIME_H

@@ -1,0 +1,94 @@
+// RUN: needle-opt %s -split-input-file -needle-plan-session | FileCheck %s
+// The proof that these checks can fail: the unplanned input does not pass them.
+// RUN: needle-opt %s -split-input-file | not FileCheck %s
+
+// Scratch is reused by lifetime. Ops are numbered in program order (weight 0, gather 1, ...).
+// Layout in bytes: header [0, 64); no state; the returned %s is an output at 64 (32 bytes,
+// region ends at 128); scratch from 128 on: %row, live over ops 1-2, 512 bytes at +0; %x (2-3)
+// overlaps %row's lifetime: +512; %y (3-4) starts after %row's last use, so it takes +0 again.
+// Scratch needs 1024 bytes; the arena is 128 + 1024 = 1152.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 128 : i64, size = 1152 : i64, state_end = 64 : i64}
+// CHECK: needle.cq_gather {{.*}} {needle.buffers = array<i64: 128>}
+// CHECK-NEXT: needle.hadamard {{.*}} {group = 128 : i64, needle.buffers = array<i64: 640>}
+// CHECK-NEXT: needle.unpad_rows {{.*}} {needle.buffers = array<i64: 128>, rows = 1 : i64, width = 8 : i64}
+// CHECK-NEXT: needle.scale {{.*}} {factor = 2.000000e+00 : f32, needle.buffers = array<i64: 64>}
+module attributes {needle.max_seq_len = 16 : i64} {
+  func.func @step(%tok: i32, %pos: i32) -> tensor<8xf32> {
+    %w = needle.weight "embed.weight" : !needle.cq<4, 128, [16, 8]>
+    %row = needle.cq_gather %w, %tok : (!needle.cq<4, 128, [16, 8]>, i32) -> tensor<128xf32>
+    %x = needle.hadamard %row {group = 128 : i64} : (tensor<128xf32>) -> tensor<128xf32>
+    %y = needle.unpad_rows %x {rows = 1 : i64, width = 8 : i64} : (tensor<128xf32>) -> tensor<8xf32>
+    %s = needle.scale %y {factor = 2.0 : f32} : (tensor<8xf32>) -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }
+}
+
+// -----
+
+// State: a local block's KV ring holds its window (8 positions), a global one max_seq_len (16).
+// Two query heads of 4 share one kv head: a position's key is 4 floats and its value 8 (48
+// bytes): 384 bytes at 64, then 768 at 448; state ends at 1216. The output %s (64 bytes) ends
+// at 1280. Scratch from 1280: %local (ops 0-2) +0; the local kernel's scores (8 floats, op 0)
+// +64; %o (1-2) +64, since the scores died at op 0; the global kernel's scores (16 floats,
+// op 1) +128. 1280 + 192 = 1472.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 1280 : i64, size = 1472 : i64, state_end = 1216 : i64}
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 1280>, needle.scratch = array<i64: 1344, 32>, needle.state = array<i64: 64, 384>, window = 8
+// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 1344>, needle.scratch = array<i64: 1408, 64>, needle.state = array<i64: 448, 768>, window = 0
+// CHECK-NEXT: needle.sigmoid_gate {{.*}}needle.buffers = array<i64: 1216>
+module attributes {needle.max_seq_len = 16 : i64} {
+  func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
+    %local = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 8 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %o = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 0 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %s = needle.sigmoid_gate %o, %local : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %s : tensor<16xf32>
+  }
+}
+
+// -----
+
+// The same module with max_seq_len 4 (needlec --max-seq 4): both rings shrink to 4 positions,
+// 192 bytes each (64..256, 256..448); the output 448..512; scratch %local +0, scores 16 bytes
+// +64, %o +64, scores +128, 144 bytes: 512 + 144 rounds up to 704.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 512 : i64, size = 704 : i64, state_end = 448 : i64}
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 512>, needle.scratch = array<i64: 576, 16>, needle.state = array<i64: 64, 192>, window = 8
+// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 576>, needle.scratch = array<i64: 640, 16>, needle.state = array<i64: 256, 192>, window = 0
+module attributes {needle.max_seq_len = 4 : i64} {
+  func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
+    %local = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 8 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %o = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 0 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %s = needle.sigmoid_gate %o, %local : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %s : tensor<16xf32>
+  }
+}
+
+// -----
+
+// A block works on its operand's lanes in place and yields into its results: lanes_init's
+// buffer is also the block's argument, what it yields and its lanes result; the cell is the
+// second lane mean's buffer. Both results are returned: outputs at 128 (128 bytes of lanes) and
+// 256 (32-byte cell), after the taps' state (stride·(count-1) = 2 past inputs of 8 floats, 64
+// bytes at 64). Scratch from 320: %m (ops 2-4) +0, %z (op 4, unused) +64: 320 + 96 rounds to 448.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 320 : i64, size = 448 : i64, state_end = 128 : i64}
+// CHECK: needle.lanes_init {{.*}}needle.buffers = array<i64: 128>
+// CHECK-NEXT: needle.block {{.*}}needle.buffers = array<i64: 128, 256>
+// CHECK: needle.lane_mean {{.*}}needle.buffers = array<i64: 320>
+// CHECK: needle.causal_taps {{.*}}needle.buffers = array<i64: 384>, needle.state = array<i64: 64, 64>
+// CHECK-NEXT: needle.lane_mean {{.*}}needle.buffers = array<i64: 256>
+module attributes {needle.max_seq_len = 16 : i64} {
+  func.func @step(%tok: i32, %pos: i32, %x: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+    %lanes = needle.lanes_init %x : (tensor<8xf32>) -> tensor<4x8xf32>
+    %l1, %cell = needle.block %lanes, %tok, %pos {id = 0 : i64, source = 0 : i64, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+    ^bb0(%l: tensor<4x8xf32>, %t: i32, %p: i32):
+      %m = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
+      %taps = needle.weight "attn.q_taps" block 0 : tensor<3x8xf32>
+      %z = needle.causal_taps %m, %taps {stride = 1 : i64} : (tensor<8xf32>, tensor<3x8xf32>) -> tensor<8xf32>
+      %c = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
+      needle.yield %l, %c : tensor<4x8xf32>, tensor<8xf32>
+    }
+    return %l1, %cell : tensor<4x8xf32>, tensor<8xf32>
+  }
+}

@@ -1,0 +1,641 @@
+// The portable runtime kernels (runtime/needle_runtime.h) against the reference interpreter's own
+// function for each (compiler/Reference, compiler/Quant), on random inputs.
+//
+// Tolerances: a vector is compared by its error relative to its largest expected value,
+// max_i |got_i − want_i| / max_i |want_i|, so cancellation in one element does not fail a
+// correct kernel. The runtime accumulates in f32 and the reference in double, so a single
+// kernel is held to 1e-5 (or bit equality where both do the same f32 operations); longer
+// chains say why they need more. NEEDLE_RUNTIME_TEST_VERBOSE=1 prints every measured error.
+#include "needle_runtime.h"
+
+#include "Model/Synth.h"
+#include "Quant/Cq.h"
+#include "Reference/Block.h"
+#include "Reference/Heads.h"
+#include "Reference/Kernels.h"
+#include "Support/Half.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace needle;
+namespace ref = needle::reference;
+using Vec = std::vector<float>;
+
+namespace {
+
+Vec normals(const std::string &name, int64_t count, double stddev = 1.0) {
+  return randomNormals(20261129, name, count, stddev);
+}
+
+/// max |got − want| / max |want|; NaN when any value is NaN (std::max would drop it).
+double relativeError(std::span<const float> got, std::span<const float> want) {
+  double error = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double difference = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (!(difference <= error))
+      error = difference;
+    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+  }
+  return scale > 0 ? error / scale : error;
+}
+
+void expectClose(std::span<const float> got, std::span<const float> want, double tolerance, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double error = relativeError(got, want);
+  if (std::getenv("NEEDLE_RUNTIME_TEST_VERBOSE"))
+    std::printf("  [measured] %-60s %.3g (tolerance %.0g)\n", what.c_str(), error, tolerance);
+  EXPECT_LE(error, tolerance) << what;
+}
+
+void expectClose(float got, float want, double tolerance, const std::string &what) {
+  expectClose(std::span(&got, 1), std::span(&want, 1), tolerance, what);
+}
+
+void expectBitEqual(std::span<const float> got, std::span<const float> want, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << what << " at " << i;
+}
+
+// ---- Scalars, rotation, CQ ----
+
+TEST(Runtime, HalfToFloatIsExactOnEveryHalf) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float got = needle_rt::half_to_float(static_cast<uint16_t>(h));
+    const float want = halfToFloat(static_cast<uint16_t>(h));
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << "half 0x" << std::hex << h;
+  }
+  EXPECT_EQ(needle_rt::half_to_float(0x0001), 0x1p-24f); // smallest subnormal
+  EXPECT_EQ(needle_rt::half_to_float(0x3C00), 1.0f);
+  EXPECT_EQ(needle_rt::half_to_float(0xFBFF), -65504.0f);
+}
+
+TEST(Runtime, FwhtIsBitIdenticalToCq) {
+  for (int64_t n : {1, 2, 16, 128}) {
+    Vec x = normals("fwht" + std::to_string(n), n), want = x;
+    needle_rt::fwht(x.data(), n);
+    cq::fwht(want.data(), n);
+    expectBitEqual(x, want, "fwht n=" + std::to_string(n));
+  }
+}
+
+TEST(Runtime, HadamardPadsThenRotatesEachGroup) {
+  for (int64_t n : {128, 200, 384, 5}) {
+    const Vec in = normals("hadamard" + std::to_string(n), n);
+    const int64_t padded = cq::paddedCols(n);
+    Vec want(in);
+    want.resize(padded, 0.0f);
+    for (int64_t g = 0; g < padded; g += 128)
+      cq::fwht(want.data() + g, 128);
+    Vec got(padded, 7.0f); // garbage in the padding must be overwritten
+    needle_rt::hadamard(in.data(), n, 128, got.data());
+    expectBitEqual(got, want, "hadamard n=" + std::to_string(n));
+    Vec inPlace(in);
+    inPlace.resize(padded, 7.0f);
+    needle_rt::hadamard(inPlace.data(), n, 128, inPlace.data());
+    expectBitEqual(inPlace, want, "hadamard in place n=" + std::to_string(n));
+  }
+}
+
+/// A CQ matrix made by the project's quantizer.
+struct CqMatrix {
+  int64_t rows, cols;
+  int bits;
+  Vec codebook;
+  cq::Packed packed;
+  Vec rotated; // [rows, padded]: the reference's decode in the rotated domain
+
+  CqMatrix(const std::string &name, int64_t rows, int64_t cols, int bits,
+           cq::CodebookKind kind = cq::CodebookKind::Needle)
+      : rows(rows), cols(cols), bits(bits), codebook(cq::codebook(kind, bits)) {
+    const Vec w = normals(name, rows * cols, 0.05);
+    packed = cq::quantize(w, rows, cols, bits, codebook, name);
+    rotated.resize(rows * cq::paddedCols(cols));
+    cq::decodeRotatedRows(packed.indices.data(), packed.norms.data(), 0, rows, cols, bits, codebook, rotated.data());
+  }
+};
+
+TEST(Runtime, CqIndexFollowsThePackedLayout) {
+  for (int bits : {2, 3, 4}) {
+    std::vector<uint8_t> indices(256);
+    for (size_t i = 0; i < indices.size(); ++i)
+      indices[i] = static_cast<uint8_t>((i * 11 + i / 5) % (1u << bits));
+    std::vector<uint8_t> packed(indices.size() * bits / 8);
+    cq::packIndices(indices, bits, packed.data());
+    for (size_t k = 0; k < indices.size(); ++k)
+      ASSERT_EQ(needle_rt::cq_index(packed.data(), bits, static_cast<int64_t>(k)), indices[k])
+          << bits << " bits, k=" << k;
+  }
+}
+
+TEST(Runtime, CqRowIsBitIdenticalToDecodeRotatedRows) {
+  for (int bits : {2, 3, 4})
+    for (int64_t cols : {128, 200, 40, 384}) {
+      const CqMatrix m("cqrow", 5, cols, bits);
+      const int64_t padded = cq::paddedCols(cols);
+      for (int64_t r = 0; r < m.rows; ++r) {
+        Vec got(padded);
+        needle_rt::cq_row(m.packed.indices.data(), m.packed.norms.data(), m.codebook.data(), bits, r, cols, got.data());
+        expectBitEqual(got, std::span(m.rotated).subspan(r * padded, padded),
+                       "cq_row bits=" + std::to_string(bits) + " cols=" + std::to_string(cols));
+      }
+    }
+}
+
+void checkCqMatvec(int bits, int64_t rows, int64_t cols, cq::CodebookKind kind = cq::CodebookKind::Needle) {
+  const std::string what = "cq_matvec bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
+                           " cols=" + std::to_string(cols) + (kind == cq::CodebookKind::LloydMax ? " lloyd-max" : "");
+  const CqMatrix m(what, rows, cols, bits, kind);
+  // The input as the IR has it: rotated and padded by needle.hadamard.
+  Vec x = normals(what + " x", cols);
+  Vec xRot(cq::paddedCols(cols));
+  needle_rt::hadamard(x.data(), cols, 128, xRot.data());
+  const Vec want = ref::matvec(m.rotated, rows, xRot);
+  Vec got(rows, 1e30f);
+  needle_rt::cq_matvec(m.packed.indices.data(), m.packed.norms.data(), m.codebook.data(), bits, rows, cols, xRot.data(),
+                       got.data());
+  expectClose(got, want, 1e-5, what);
+}
+
+TEST(Runtime, CqMatvecAtEveryWidth) {
+  for (int bits : {2, 3, 4}) {
+    checkCqMatvec(bits, 64, 384); // whole groups
+    checkCqMatvec(bits, 13, 200); // a partial last group, odd rows
+    checkCqMatvec(bits, 7, 128);  // exactly one group
+    checkCqMatvec(bits, 1, 40);   // one row, one mostly padded group
+  }
+  checkCqMatvec(3, 9, 1000, cq::CodebookKind::LloydMax);
+}
+
+TEST(Runtime, FloatMatvec) {
+  for (int64_t cols : {1, 3, 4, 17, 768}) {
+    const int64_t rows = 11;
+    const Vec w = normals("matvec w", rows * cols), x = normals("matvec x", cols);
+    Vec got(rows);
+    needle_rt::matvec(w.data(), rows, cols, x.data(), got.data());
+    expectClose(got, ref::matvec(w, rows, x), 1e-5, "matvec cols=" + std::to_string(cols));
+  }
+}
+
+TEST(Runtime, UnpadRowsAndScaleAndLanesInit) {
+  const Vec in = normals("unpad", 3 * 128);
+  Vec got(3 * 40);
+  needle_rt::unpad_rows(in.data(), 3, 128, 40, got.data());
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t i = 0; i < 40; ++i)
+      ASSERT_EQ(got[r * 40 + i], in[r * 128 + i]);
+  Vec inPlace = in;
+  needle_rt::unpad_rows(inPlace.data(), 3, 128, 40, inPlace.data());
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), inPlace.begin()));
+
+  Vec scaled(in.size());
+  needle_rt::scale(in.data(), static_cast<int64_t>(in.size()), std::sqrt(768.0f), scaled.data());
+  for (size_t i = 0; i < in.size(); ++i)
+    ASSERT_EQ(scaled[i], in[i] * std::sqrt(768.0f));
+
+  Vec lanes(4 * 40);
+  needle_rt::lanes_init(got.data(), 40, lanes.data());
+  for (int l = 0; l < 4; ++l)
+    EXPECT_TRUE(std::equal(got.begin(), got.begin() + 40, lanes.begin() + l * 40));
+}
+
+// ---- Norms and RoPE ----
+
+TEST(Runtime, ZcNormWholeVectorAndPerHead) {
+  const float eps = 1e-6f;
+  for (int64_t heads : {1, 4}) {
+    const int64_t d = 48, n = heads * d;
+    const Vec x = normals("zc x", n, 3.0), s = normals("zc s", d, 0.3);
+    Vec want;
+    for (int64_t h = 0; h < heads; ++h) {
+      const Vec part = ref::zc(std::span(x).subspan(h * d, d), s, eps);
+      want.insert(want.end(), part.begin(), part.end());
+    }
+    Vec got(n);
+    needle_rt::zc_norm(x.data(), s.data(), n, heads, eps, got.data());
+    expectClose(got, want, 1e-5, "zc_norm heads=" + std::to_string(heads));
+    Vec inPlace = x;
+    needle_rt::zc_norm(inPlace.data(), s.data(), n, heads, eps, inPlace.data());
+    expectClose(inPlace, want, 1e-5, "zc_norm in place heads=" + std::to_string(heads));
+  }
+  // A null scale is unit(); a tiny vector is dominated by eps.
+  for (double stddev : {1.0, 1e-5}) {
+    const Vec x = normals("unit", 96, stddev);
+    Vec got(96);
+    needle_rt::zc_norm(x.data(), nullptr, 96, 1, eps, got.data());
+    expectClose(got, ref::unit(x, eps), 1e-5, "zc_norm null scale, stddev " + std::to_string(stddev));
+    needle_rt::unit_norm(x.data(), 96, eps, got.data());
+    expectClose(got, ref::unit(x, eps), 1e-5, "unit_norm, stddev " + std::to_string(stddev));
+  }
+}
+
+TEST(Runtime, RopeMatchesTheReferenceAtAnyPosition) {
+  const int64_t heads = 3, d = 48;
+  for (double theta : {100000.0, 10000.0})
+    for (int64_t t : {0, 1, 7, 1000, 8191, 100000}) {
+      const Vec x = normals("rope", heads * d);
+      Vec want = x, got = x;
+      for (int64_t h = 0; h < heads; ++h)
+        ref::rope(std::span(want).subspan(h * d, d), t, theta);
+      needle_rt::rope(got.data(), heads, d, t, theta);
+      expectClose(got, want, 1e-6, "rope t=" + std::to_string(t) + " theta=" + std::to_string(theta));
+    }
+}
+
+// ---- Lanes ----
+
+ref::Lanes toLanes(const Vec &v) {
+  const size_t d = v.size() / 4;
+  ref::Lanes lanes;
+  for (size_t l = 0; l < 4; ++l)
+    lanes[l].assign(v.begin() + l * d, v.begin() + (l + 1) * d);
+  return lanes;
+}
+
+Vec fromLanes(const ref::Lanes &lanes) {
+  Vec v;
+  for (const Vec &lane : lanes)
+    v.insert(v.end(), lane.begin(), lane.end());
+  return v;
+}
+
+TEST(Runtime, LaneNorm) {
+  const int64_t d = 96;
+  const Vec lanes = normals("lane norm", 4 * d, 2.0);
+  Vec got(4 * d);
+  needle_rt::lane_norm(lanes.data(), d, 1e-6f, got.data());
+  expectClose(got, ref::laneNorm(toLanes(lanes), 1e-6f), 1e-5, "lane_norm");
+}
+
+TEST(Runtime, MhcGatesIncludingSinkhorn) {
+  for (int64_t position : {0, 1, 2, 3, 6}) {
+    const std::string tag = "mhc " + std::to_string(position);
+    // Projections of the size a 4D-wide unit vector gives, so the Sinkhorn logits spread widely.
+    const Vec pre = normals(tag + " pre", 4, 3.0), post = normals(tag + " post", 4, 3.0);
+    const Vec res = normals(tag + " res", 16, 3.0), a = normals(tag + " a", 3, 1.0);
+    const Vec bPre = normals(tag + " bpre", 4), bPost = normals(tag + " bpost", 4), bRes = normals(tag + " bres", 16);
+    const ref::LaneMix want = ref::mhcGates(pre, post, res, a, bPre, bPost, bRes, position);
+    float hPre[4], hPost[4], mix[16];
+    needle_rt::mhc_gates(pre.data(), post.data(), res.data(), a.data(), bPre.data(), bPost.data(), bRes.data(),
+                         position, hPre, hPost, mix);
+    expectClose(hPre, want.pre, 1e-5, tag + " h_pre");
+    expectClose(hPost, want.post, 1e-5, tag + " h_post");
+    expectClose(mix, want.res, 1e-5, tag + " sinkhorn mix");
+    for (int col = 0; col < 4; ++col) // the last half-round normalizes columns
+      EXPECT_NEAR(mix[col] + mix[4 + col] + mix[8 + col] + mix[12 + col], 1.0f, 1e-5f);
+  }
+}
+
+TEST(Runtime, SinkhornAlone) {
+  for (double spread : {0.1, 1.0, 10.0}) {
+    const Vec logits = normals("sinkhorn", 16, spread);
+    std::array<float, 16> in;
+    std::copy(logits.begin(), logits.end(), in.begin());
+    const std::array<float, 16> want = ref::sinkhorn(in);
+    needle_rt::sinkhorn4(in.data());
+    expectClose(in, want, 1e-5, "sinkhorn spread " + std::to_string(spread));
+  }
+}
+
+TEST(Runtime, LaneReadWriteMean) {
+  const int64_t d = 80;
+  const Vec lanes = normals("lanes", 4 * d), y = normals("y", d);
+  ref::LaneMix mix;
+  const Vec pre = normals("pre", 4), post = normals("post", 4), res = normals("res", 16, 0.5);
+  std::copy(pre.begin(), pre.end(), mix.pre.begin());
+  std::copy(post.begin(), post.end(), mix.post.begin());
+  std::copy(res.begin(), res.end(), mix.res.begin());
+
+  Vec u(d);
+  needle_rt::lane_read(lanes.data(), d, mix.pre.data(), u.data());
+  expectClose(u, ref::readLanes(mix, toLanes(lanes)), 1e-6, "lane_read");
+
+  ref::Lanes written = toLanes(lanes);
+  ref::writeLanes(mix, written, y);
+  const Vec want = fromLanes(written);
+  Vec out(4 * d);
+  needle_rt::lane_write(lanes.data(), d, mix.post.data(), mix.res.data(), y.data(), out.data());
+  expectClose(out, want, 1e-6, "lane_write");
+  Vec inPlace = lanes;
+  needle_rt::lane_write(inPlace.data(), d, mix.post.data(), mix.res.data(), y.data(), inPlace.data());
+  expectClose(inPlace, want, 1e-6, "lane_write in place");
+
+  Vec mean(d);
+  needle_rt::lane_mean(lanes.data(), d, mean.data());
+  expectClose(mean, ref::meanOfLanes(toLanes(lanes)), 1e-6, "lane_mean");
+}
+
+// ---- Engram ----
+
+TEST(Runtime, EngramSlotFromTheTokenRing) {
+  const std::vector<int64_t> orders = {2, 3};
+  const int64_t heads = 3, slots = 18432, capacity = 3; // capacity = max(orders)
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> ring(capacity, -12345); // stale contents must never be read
+  for (int64_t t = 0; t < 24; ++t) {
+    const int32_t token = static_cast<int32_t>((t * 2654435761u) % 8192);
+    tokens.push_back(token);
+    needle_rt::engram_remember(ring.data(), capacity, t, token);
+    for (int64_t oi = 0; oi < 2; ++oi)
+      for (int64_t h = 0; h < heads; ++h)
+        ASSERT_EQ(needle_rt::engram_slot(ring.data(), capacity, t, oi, orders[oi], h, heads, slots),
+                  ref::engramSlot(tokens, t, oi, orders[oi], h, heads, slots))
+            << "t=" << t << " oi=" << oi << " h=" << h;
+  }
+}
+
+/// The engram gather, for a tables tensor [tables, slots, sub_dim], exactly as
+/// IrEvaluator::engramGather computes it from the reference's decode.
+TEST(Runtime, EngramGatherIsBitIdenticalToTheEvaluator) {
+  for (int64_t subDim : {40, 128, 200}) {
+    const std::vector<int64_t> orders = {2, 3};
+    const int64_t heads = 2, tables = 4, slots = 37, capacity = 3, padded = cq::paddedCols(subDim);
+    const CqMatrix m("engram tables", tables * slots, subDim, 2);
+    std::vector<int32_t> tokens, ring(capacity);
+    for (int64_t t = 0; t < 10; ++t) {
+      tokens.push_back(static_cast<int32_t>((t * 7919 + 3) % 1000));
+      needle_rt::engram_remember(ring.data(), capacity, t, tokens.back());
+      Vec want(tables * padded, 0.0f);
+      for (int64_t oi = 0; oi < 2; ++oi) {
+        if (t < orders[oi] - 1)
+          continue;
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t table = oi * heads + h;
+          const uint32_t slot = ref::engramSlot(tokens, t, oi, orders[oi], h, heads, slots);
+          std::copy_n(m.rotated.begin() + (table * slots + slot) * padded, padded, want.begin() + table * padded);
+        }
+      }
+      Vec got(tables * padded, 9.0f);
+      needle_rt::engram_gather(ring.data(), capacity, t, orders.data(), 2, heads, m.packed.indices.data(),
+                               m.packed.norms.data(), m.codebook.data(), 2, slots, subDim, got.data());
+      expectBitEqual(got, want, "engram_gather sub_dim=" + std::to_string(subDim) + " t=" + std::to_string(t));
+    }
+  }
+}
+
+TEST(Runtime, EngramGate) {
+  const int64_t D = 256;
+  for (double keyScale : {1.0, 1e-4}) {
+    const Vec u = normals("eg u", D, 2.0), k = normals("eg k", D, keyScale), v = normals("eg v", D);
+    // A key correlated with u makes the gate leave 1/2.
+    Vec key(D);
+    for (int64_t i = 0; i < D; ++i)
+      key[i] = k[i] + static_cast<float>(keyScale) * 0.5f * u[i];
+    Vec got(D);
+    needle_rt::engram_gate(u.data(), key.data(), v.data(), D, 1e-6f, got.data());
+    const Vec want = ref::addEngram(u, key, v, 1e-6f);
+    expectClose(got, want, 1e-5, "engram_gate key scale " + std::to_string(keyScale));
+    Vec inPlace = u;
+    needle_rt::engram_gate(inPlace.data(), key.data(), v.data(), D, 1e-6f, inPlace.data());
+    expectClose(inPlace, want, 1e-5, "engram_gate in place");
+  }
+}
+
+// ---- Causal taps ----
+
+void checkTaps(int64_t count, int64_t stride, bool inPlace) {
+  const int64_t n = 24, positions = 3 * stride * count + 5;
+  const std::string tag =
+      "taps count=" + std::to_string(count) + " stride=" + std::to_string(stride) + (inPlace ? " in place" : "");
+  const Vec taps = normals(tag + " w", count * n);
+  Vec ring(needle_rt::taps_state_floats(n, count, stride), 1e30f); // stale contents must never be read
+  std::deque<Vec> history;
+  for (int64_t t = 0; t < positions; ++t) {
+    const Vec x = normals(tag + " x" + std::to_string(t), n);
+    const Vec want = ref::applyTaps(x, history, taps, count, stride);
+    ref::remember(history, x, static_cast<size_t>(stride * (count - 1)));
+    Vec got(n);
+    if (inPlace) {
+      got = x;
+      needle_rt::causal_taps(got.data(), n, taps.data(), count, stride, ring.data(), t, got.data());
+    } else {
+      needle_rt::causal_taps(x.data(), n, taps.data(), count, stride, ring.data(), t, got.data());
+    }
+    expectClose(got, want, 1e-5, tag + " t=" + std::to_string(t));
+  }
+}
+
+TEST(Runtime, CausalTapsStride1Count3) { checkTaps(3, 1, false); }
+TEST(Runtime, CausalTapsStride3Count4) { checkTaps(4, 3, false); } // engram value taps, δ = 3
+TEST(Runtime, CausalTapsInPlace) {
+  checkTaps(3, 1, true);
+  checkTaps(4, 2, true);
+}
+TEST(Runtime, CausalTapsCount1And2) {
+  checkTaps(1, 1, false);
+  checkTaps(2, 1, false);
+  checkTaps(2, 3, true);
+}
+
+// ---- Attention ----
+
+void checkAttention(int64_t heads, int64_t kvHeads, int64_t window, int64_t capacity, int64_t positions,
+                    double qkScale = 2.0) {
+  const int64_t dqk = 8, dv = 6;
+  const std::string tag = "attention heads=" + std::to_string(heads) + "/" + std::to_string(kvHeads) +
+                          " window=" + std::to_string(window) + " capacity=" + std::to_string(capacity);
+  Vec kCache(capacity * kvHeads * dqk, 1e30f), vCache(capacity * kvHeads * dv, 1e30f), scores(capacity);
+  std::vector<Vec> keys, values;
+  for (int64_t t = 0; t < positions; ++t) {
+    const std::string at = tag + " t=" + std::to_string(t);
+    const Vec q = normals(at + " q", heads * dqk, qkScale);
+    keys.push_back(normals(at + " k", kvHeads * dqk, qkScale));
+    values.push_back(normals(at + " v", kvHeads * dv));
+    const Vec want = ref::attend(q, keys, values, ref::firstVisible(window, t), t, heads, kvHeads);
+    Vec got(heads * dv);
+    needle_rt::attention(q.data(), keys.back().data(), values.back().data(), heads, kvHeads, dqk, dv, window, capacity,
+                         t, kCache.data(), vCache.data(), scores.data(), got.data());
+    expectClose(got, want, 1e-5, at);
+  }
+}
+
+TEST(Runtime, AttentionSlidingWindowOverARing) { checkAttention(4, 2, 8, 8, 20); }
+TEST(Runtime, AttentionRingLargerThanWindow) { checkAttention(4, 1, 5, 7, 20); }
+TEST(Runtime, AttentionGlobal) { checkAttention(6, 2, 0, 20, 20); }
+TEST(Runtime, AttentionOneHeadPerKvHead) { checkAttention(3, 3, 4, 4, 12); }
+// Scores of order ±1000: e^score overflows f32 unless the max is subtracted first.
+TEST(Runtime, AttentionExtremeScores) { checkAttention(4, 2, 6, 6, 12, 30.0); }
+
+// ---- After attention ----
+
+TEST(Runtime, SigmoidResidualGateAndBlockUpdate) {
+  const int64_t D = 192;
+  const Vec o = normals("o", D), gate = normals("gate", D, 4.0), x = normals("x", D), a = normals("a", D, 0.01);
+  const Vec norm = normals("norm", D, 0.2), mlp = normals("mlp", D), u = normals("u", D);
+  Vec got(D);
+  needle_rt::sigmoid_gate(o.data(), gate.data(), D, got.data());
+  expectClose(got, ref::sigmoidGate(o, gate), 1e-6, "sigmoid_gate");
+  for (float g : {-3.0f, 0.0f, 2.5f}) {
+    needle_rt::residual_gate(x.data(), a.data(), norm.data(), g, D, 1e-6f, got.data());
+    expectClose(got, ref::residualGate(x, a, norm, g, 1e-6f), 1e-5, "residual_gate g=" + std::to_string(g));
+  }
+  needle_rt::block_update(x.data(), mlp.data(), u.data(), D, got.data());
+  expectClose(got, ref::blockUpdate(x, mlp, u), 1e-6, "block_update");
+}
+
+std::vector<int32_t> shuffled(int64_t n, uint32_t seed) {
+  std::vector<int32_t> p(n);
+  std::iota(p.begin(), p.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i) { // Fisher-Yates with a fixed LCG: the same on every platform
+    seed = seed * 1664525u + 1013904223u;
+    std::swap(p[i], p[seed % (i + 1)]);
+  }
+  return p;
+}
+
+void checkKronMlp(int64_t D, int64_t ba, int64_t bb) {
+  const int64_t n = ba * bb;
+  const std::string tag = "kron_mlp D=" + std::to_string(D) + " n=" + std::to_string(n);
+  ref::MlpWeights mlp;
+  mlp.rows = ba, mlp.cols = bb;
+  mlp.norm = normals(tag + " norm", D, 0.2);
+  // Kronecker factors near orthogonal scale (1/sqrt(side)), so activations stay O(1).
+  mlp.w1a = normals(tag + " w1a", ba * ba, 1.0 / std::sqrt(ba));
+  mlp.w2a = normals(tag + " w2a", ba * ba, 1.0 / std::sqrt(ba));
+  mlp.w3a = normals(tag + " w3a", ba * ba, 1.0 / std::sqrt(ba));
+  mlp.w1b = normals(tag + " w1b", bb * bb, 1.0 / std::sqrt(bb));
+  mlp.w2b = normals(tag + " w2b", bb * bb, 1.0 / std::sqrt(bb));
+  mlp.w3b = normals(tag + " w3b", bb * bb, 1.0 / std::sqrt(bb));
+  mlp.d1 = normals(tag + " d1", n), mlp.d2 = normals(tag + " d2", n), mlp.b2 = normals(tag + " b2", n);
+  mlp.d3 = normals(tag + " d3", n), mlp.d4 = normals(tag + " d4", n);
+  mlp.condV = normals(tag + " cond_v", D * 8, 0.1), mlp.condU = normals(tag + " cond_u", 8 * n, 0.5);
+  mlp.p1 = shuffled(n, 11), mlp.p2 = shuffled(n, 13);
+  const Vec x1 = normals(tag + " x1", D, 3.0);
+  const Vec want = ref::kronMlp(mlp, x1, 1e-6f);
+
+  needle_rt::KronMlp w{};
+  w.d_model = D, w.n = n, w.ba = ba, w.bb = bb, w.norm = mlp.norm.data();
+  w.w1a = mlp.w1a.data(), w.w2a = mlp.w2a.data(), w.w3a = mlp.w3a.data();
+  w.w1b = mlp.w1b.data(), w.w2b = mlp.w2b.data(), w.w3b = mlp.w3b.data();
+  w.d1 = mlp.d1.data(), w.d2 = mlp.d2.data(), w.b2 = mlp.b2.data(), w.d3 = mlp.d3.data(), w.d4 = mlp.d4.data();
+  w.cond_v = mlp.condV.data(), w.cond_u = mlp.condU.data(), w.p1 = mlp.p1.data(), w.p2 = mlp.p2.data();
+  Vec scratch(needle_rt::kron_mlp_scratch_floats(n), 1e30f), got(D);
+  needle_rt::kron_mlp(w, x1.data(), 1e-6f, scratch.data(), got.data());
+  // Three chained f32 Kronecker products (each two matmuls) against double: 1e-5 still holds.
+  expectClose(got, want, 1e-5, tag);
+  Vec inPlace = x1;
+  needle_rt::kron_mlp(w, inPlace.data(), 1e-6f, scratch.data(), inPlace.data());
+  expectClose(inPlace, want, 1e-5, tag + " in place");
+}
+
+TEST(Runtime, KroneckerAlone) {
+  const int64_t ba = 4, bb = 8;
+  const Vec z = normals("kz", ba * bb), wa = normals("kwa", ba * ba), wb = normals("kwb", bb * bb);
+  Vec tmp(ba * bb), got(ba * bb);
+  needle_rt::kronecker(z.data(), wa.data(), wb.data(), ba, bb, tmp.data(), got.data());
+  expectClose(got, ref::kronecker(z, wa, wb, ba, bb), 1e-5, "kronecker");
+}
+
+TEST(Runtime, KronMlpPadded) { checkKronMlp(24, 4, 8); } // n = 32 > D: padding and [:D]
+TEST(Runtime, KronMlpSquare) { checkKronMlp(64, 8, 8); }
+TEST(Runtime, KronMlpNeedleShape) { checkKronMlp(768, 32, 32); }
+
+// ---- Heads ----
+
+ref::HeadWeights headWeights(const std::string &tag, int64_t rows, int64_t probes, int64_t queries, int64_t D,
+                             int64_t outDim, bool bias) {
+  ref::HeadWeights h;
+  h.rows = rows, h.probes = probes, h.queries = queries, h.outDim = outDim, h.dModel = D;
+  h.eps = 1e-6f, h.pad = 0;
+  h.probeVectors = normals(tag + " probes", rows * probes * D, 0.5);
+  h.gain = normals(tag + " gain", rows * probes, 1.0);
+  h.query = normals(tag + " query", queries * D, 1.0);
+  h.rowBias = normals(tag + " row bias", queries * rows * probes, 1.0);
+  h.proj = normals(tag + " proj", outDim * queries * D, 1.0 / std::sqrt(double(queries * D)));
+  if (bias)
+    h.bias = normals(tag + " bias", 1);
+  return h;
+}
+
+/// The runtime's pooled vector for its state, as head_pool_finish gives it.
+Vec finish(const ref::HeadWeights &h, const Vec &state) {
+  Vec scratch(needle_rt::head_finish_scratch_floats(h.rows, h.probes), 1e30f), pooled(h.queries * h.dModel);
+  needle_rt::head_pool_finish(state.data(), h.rows, h.probes, h.dModel, h.gain.data(), h.query.data(), h.rowBias.data(),
+                              h.queries, h.eps, scratch.data(), pooled.data());
+  return pooled;
+}
+
+TEST(Runtime, HeadPoolingConfidenceAndEmbedding) {
+  const int64_t rows = 4, probes = 3, queries = 2, D = 32, outDim = 5;
+  const ref::HeadWeights conf = headWeights("confidence", rows, probes, queries, D, 1, true);
+  const ref::HeadWeights emb = headWeights("embedding", rows, probes, queries, D, outDim, false);
+  ref::OnlinePool confPool(conf), embPool(emb);
+  Vec confState(needle_rt::head_state_floats(rows, probes, D), 0.0f), embState(confState);
+
+  auto check = [&](const std::string &at) {
+    const Vec pooled = finish(conf, confState);
+    const float confidence = needle_rt::head_confidence(pooled.data(), conf.proj.data(), conf.bias[0], queries * D);
+    expectClose(confidence, ref::confidenceFrom(conf, confPool.pooled()), 1e-5, "confidence " + at);
+    Vec embedding(outDim);
+    needle_rt::head_embedding(finish(emb, embState).data(), emb.proj.data(), outDim, queries * D, embedding.data());
+    expectClose(embedding, ref::embeddingFrom(emb, embPool.pooled()), 1e-5, "embedding " + at);
+  };
+
+  check("before any position"); // R = 0: σ(bias) and a zero embedding
+  EXPECT_EQ(ref::embeddingFrom(emb, embPool.pooled()), Vec(outDim, 0.0f));
+
+  for (int64_t t = 0; t < 12; ++t) {
+    // Cells of growing size: later scores beat the running max and rescale the old sums.
+    std::vector<Vec> cells;
+    std::vector<const float *> pointers;
+    for (int64_t r = 0; r < rows; ++r)
+      cells.push_back(normals("cell " + std::to_string(t) + " " + std::to_string(r), D, 1.0 + 0.3 * t));
+    for (const Vec &c : cells)
+      pointers.push_back(c.data());
+    const bool pad = t == 2 || t == 7; // the caller leaves pad positions out
+    if (!pad) {
+      confPool.add(cells);
+      embPool.add(cells);
+      needle_rt::head_pool_add(confState.data(), rows, probes, D, pointers.data(), conf.probeVectors.data());
+      needle_rt::head_pool_add(embState.data(), rows, probes, D, pointers.data(), emb.probeVectors.data());
+    }
+    check("t=" + std::to_string(t));
+  }
+}
+
+TEST(Runtime, HeadPoolingExtremeScores) {
+  // Scores of order ±150: e^score under- or overflows f32 unless taken relative to the running max.
+  const int64_t rows = 3, probes = 4, queries = 2, D = 32, outDim = 6;
+  const ref::HeadWeights emb = headWeights("extreme", rows, probes, queries, D, outDim, false);
+  ref::OnlinePool pool(emb);
+  Vec state(needle_rt::head_state_floats(rows, probes, D), 0.0f);
+  for (int64_t t = 0; t < 8; ++t) {
+    std::vector<Vec> cells;
+    for (int64_t r = 0; r < rows; ++r)
+      cells.push_back(normals("extreme " + std::to_string(t) + " " + std::to_string(r), D, 300.0));
+    const float *pointers[] = {cells[0].data(), cells[1].data(), cells[2].data()};
+    pool.add(cells);
+    needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, emb.probeVectors.data());
+    Vec embedding(outDim);
+    needle_rt::head_embedding(finish(emb, state).data(), emb.proj.data(), outDim, queries * D, embedding.data());
+    expectClose(embedding, ref::embeddingFrom(emb, pool.pooled()), 1e-5,
+                "embedding, extreme scores t=" + std::to_string(t));
+  }
+}
+
+TEST(Runtime, HeadPoolingOnePosition) {
+  // The first kept position starts the state (its score becomes the max); it is not blended with zeros.
+  const int64_t rows = 2, probes = 2, queries = 3, D = 16;
+  const ref::HeadWeights conf = headWeights("one position", rows, probes, queries, D, 1, true);
+  ref::OnlinePool pool(conf);
+  Vec state(needle_rt::head_state_floats(rows, probes, D), 0.0f);
+  std::vector<Vec> cells = {normals("pf0", D, 5.0), normals("pf1", D, 5.0)};
+  const float *pointers[] = {cells[0].data(), cells[1].data()};
+  pool.add(cells);
+  needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, conf.probeVectors.data());
+  const Vec pooled = finish(conf, state);
+  expectClose(needle_rt::head_confidence(pooled.data(), conf.proj.data(), conf.bias[0], queries * D),
+              ref::confidenceFrom(conf, pool.pooled()), 1e-5, "confidence after one position");
+}
+
+} // namespace
