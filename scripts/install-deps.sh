@@ -10,6 +10,8 @@ packages=(
   libhalide14-0-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev
   python3 python3-numpy
+  qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu
+  wasi-libc libc++-19-dev-wasm32 libclang-rt-19-dev-wasm32 nodejs
 )
 
 missing=()

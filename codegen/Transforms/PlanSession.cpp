@@ -81,12 +81,12 @@ private:
   func::FuncOp step_;
   int64_t maxSeqLen_;
   OpBuilder b_{step_.getContext()};
-  std::vector<Operation *> ops_;              // program order, block bodies in place
+  std::vector<Operation *> ops_;               // program order, block bodies in place
   llvm::DenseMap<Operation *, int64_t> index_; // position in ops_
   llvm::DenseMap<Value, Value> parent_;        // values sharing a buffer (union-find)
   std::vector<Value> values_;                  // in program order: the plan must not depend on hashing
   llvm::DenseMap<Value, int64_t> definedAt_;
-  llvm::MapVector<Value, Lifetime> buffers_;   // by class representative
+  llvm::MapVector<Value, Lifetime> buffers_; // by class representative
 };
 
 void SessionPlanner::number(Block &block) {

@@ -195,7 +195,7 @@ Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Va
 OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   for (const char *name : {"embed.weight", "engram.0.tables"})
     if (model_.tensors.count(name) && model_.tensor(name).storage != Tensor::Storage::CQ)
-      fail("{}: --emit mlir needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)", weightsPath,
+      fail("{}: the compiler needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)", weightsPath,
            name);
   fileLoc_ = loc_ = FileLineColLoc::get(&ctx_, weightsPath, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);

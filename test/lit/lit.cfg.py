@@ -1,5 +1,8 @@
 # lit configuration for needlec's tool-level tests (error messages, determinism, the oracle).
+import json
 import os
+import shlex
+import shutil
 
 import lit.formats
 
@@ -26,3 +29,50 @@ config.substitutions.append(("%needle_tools", config.needle_tools_dir))
 config.substitutions.append(
     ("%compare", f"{config.python_executable} {oracle_dir}/compare.py {config.needle_tools_dir}/needle-run"))
 config.substitutions.append(("%oracle", f"{config.python_executable} {oracle_dir}/needle_oracle.py"))
+
+# Cross targets (codegen/cross-*.test): the emitted C++ built by Debian's cross compilers and run
+# under qemu-user (aarch64, armv7, riscv64), and by clang for wasm32-wasi (wasi-libc, libc++) run
+# by Node's WASI. scripts/install-deps.sh installs them all. A target whose toolchain is missing
+# is not skipped: its substitutions become a command that fails, naming what is missing.
+
+cross_flags = {
+    "cxx": "-std=c++17 -O2 -Wall -Wextra -Werror",
+    "cc": "-std=c11 -O2 -Wall -Wextra -Werror",
+}
+
+
+def cross_target(name, commands, files, substitutions):
+    path = config.environment["PATH"]
+    missing = [c for c in commands if not shutil.which(c, path=path)] + [f for f in files if not os.path.exists(f)]
+    if missing:
+        message = f"cross target {name}: missing {', '.join(missing)} (scripts/install-deps.sh installs them)"
+        lit_config.warning(message)
+        failing = f"{config.python_executable} -c {shlex.quote(f'import sys; sys.exit({json.dumps(message)})')}"
+    for key, value in substitutions.items():
+        config.substitutions.append((f"%{name}-{key}", failing if missing else value))
+
+
+for name, triple, qemu in [("aarch64", "aarch64-linux-gnu", "qemu-aarch64"),
+                           ("armv7", "arm-linux-gnueabihf", "qemu-arm"),
+                           ("riscv64", "riscv64-linux-gnu", "qemu-riscv64")]:
+    cross_target(name, [f"{triple}-g++", f"{triple}-gcc", qemu], [f"/usr/{triple}/lib"], {
+        "cxx": f"{triple}-g++ {cross_flags['cxx']}",
+        "cc": f"{triple}-gcc {cross_flags['cc']}",
+        "ld": f"{triple}-g++",
+        "run": f"{qemu} -L /usr/{triple}",
+    })
+
+# wasm32: clang's wasm32-wasi driver finds Debian's wasi-libc and libc++ under /usr by itself
+# (adding -isystem /usr/include/wasm32-wasi would put the C headers before libc++'s and break
+# <cmath>). -Wno-unused-function: clang (any target, unlike gcc) flags the runtime's size helpers
+# that a model does not call (taps_state_floats, ...), being inline functions in the main file's
+# anonymous namespace. TODO: drop it once the emitted code no longer warns.
+wasi_run = os.path.join(config.needle_source_dir, "test", "e2e", "run_wasi.mjs")
+cross_target("wasm32", ["clang-19", "clang++-19", "wasm-ld-19", "node"],
+             ["/usr/lib/wasm32-wasi/libc.a", "/usr/include/wasm32-wasi/c++/v1/cmath",
+              "/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a"], {
+    "cxx": f"clang++-19 --target=wasm32-wasi -fno-exceptions {cross_flags['cxx']} -Wno-unused-function",
+    "cc": f"clang-19 --target=wasm32-wasi {cross_flags['cc']}",
+    "ld": "clang++-19 --target=wasm32-wasi -fno-exceptions",
+    "run": f"node {wasi_run}",
+})
