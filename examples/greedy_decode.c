@@ -4,6 +4,7 @@
  *
  *   greedy_decode [PROMPT [TOKENS]]      e.g. greedy_decode 17,4242,9 32
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "model.h"
 
 #include <stdio.h>

@@ -557,12 +557,15 @@ CppModel Emitter::run(const std::string &headerName) {
                                    versionText("").substr(1, versionText("").find('\n') - 1), model_.config.numLayers,
                                    blob_.bytes().size());
   source += fmt::format("#include \"{}\"\n\n", headerName);
-  // The runtime gets internal linkage: models built by different needlec versions link into one
-  // program without sharing (or clashing over) kernel definitions. Its standard headers come
-  // first so their own include guards keep them out of the anonymous namespace.
-  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\nnamespace {\n";
+  // The runtime lives in a namespace of this model's own (its functions stay inline with
+  // external linkage, so none is reported unused): models built by different needlec versions
+  // link into one program without clashing over kernel definitions.
+  // Its standard headers come first, so their include guards keep them out of the namespace.
+  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\n";
+  source += fmt::format("namespace {}_runtime {{\n", name_);
   source += kRuntimeSource;
-  source += "\n} // namespace\n\nnamespace {\n\n";
+  source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
+  source += fmt::format("namespace needle_rt = {}_runtime::needle_rt;\n\n", name_);
   source += codebooks + constants_;
   source += fmt::format("constexpr float kConfidenceBias = {};\n\n", floatLiteral(bias));
   source += "// The weights, read-only: packed CQ indices, fp16 norms, f32 and i32 tensors, 64-byte aligned.\n";

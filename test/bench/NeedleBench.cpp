@@ -14,6 +14,7 @@
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
 #include "Reference/Interpreter.h"
+#include "needle_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -87,6 +88,28 @@ void BM_ReferenceDecode(benchmark::State &state) {
   state.counters["roofline tokens/s"] = measuredBandwidth > 0 ? measuredBandwidth / bytes : 0;
 }
 
+/// The runtime's portable CQ matvec (what --emit cpp calls) on one matrix of rows x cols at
+/// `bits`, random weights quantized by our quantizer, with a rotated input: weights/s and the
+/// CQ bytes/s it streams.
+void BM_RuntimeCqMatvec(benchmark::State &state) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const int bits = static_cast<int>(state.range(2));
+  const std::vector<float> w = randomNormals(2, "bench", rows * cols, 0.02);
+  const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, bits);
+  const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
+  const std::vector<float> x = randomNormals(3, "x", cq::paddedCols(cols), 1.0);
+  std::vector<float> y(rows);
+  for (auto _ : state) {
+    needle_rt::cq_matvec(m.indices.data(), m.norms.data(), book.data(), bits, rows, cols, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  const double bytes = static_cast<double>(m.indices.size() + 2 * m.norms.size());
+  state.counters["weights/s"] = benchmark::Counter(iterations * rows * cols, benchmark::Counter::kIsRate);
+  state.counters["CQ bytes/s"] = benchmark::Counter(iterations * bytes, benchmark::Counter::kIsRate);
+}
+
 void BM_QuantizeCq2(benchmark::State &state) {
   const int64_t rows = 768, cols = 768;
   const std::vector<float> w = randomNormals(1, "bench", rows * cols, 0.02);
@@ -118,6 +141,12 @@ void BM_CompileSliceAndWrite(benchmark::State &state) {
 
 BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_RuntimeCqMatvec)
+    ->Args({4096, 14336, 2}) // ggml's MUL_MAT benchmark shape
+    ->Args({576, 768, 2})    // needle3: q
+    ->Args({768, 768, 2})    // needle3: engram key/value, attn.o
+    ->Args({8192, 768, 4})   // needle3: the tied CQ4 logits
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileSliceAndWrite)->Arg(8)->Unit(benchmark::kMillisecond);

@@ -64,14 +64,12 @@ for name, triple, qemu in [("aarch64", "aarch64-linux-gnu", "qemu-aarch64"),
 
 # wasm32: clang's wasm32-wasi driver finds Debian's wasi-libc and libc++ under /usr by itself
 # (adding -isystem /usr/include/wasm32-wasi would put the C headers before libc++'s and break
-# <cmath>). -Wno-unused-function: clang (any target, unlike gcc) flags the runtime's size helpers
-# that a model does not call (taps_state_floats, ...), being inline functions in the main file's
-# anonymous namespace. TODO: drop it once the emitted code no longer warns.
+# <cmath>).
 wasi_run = os.path.join(config.needle_source_dir, "test", "e2e", "run_wasi.mjs")
 cross_target("wasm32", ["clang-19", "clang++-19", "wasm-ld-19", "node"],
              ["/usr/lib/wasm32-wasi/libc.a", "/usr/include/wasm32-wasi/c++/v1/cmath",
               "/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a"], {
-    "cxx": f"clang++-19 --target=wasm32-wasi -fno-exceptions {cross_flags['cxx']} -Wno-unused-function",
+    "cxx": f"clang++-19 --target=wasm32-wasi -fno-exceptions {cross_flags['cxx']}",
     "cc": f"clang-19 --target=wasm32-wasi {cross_flags['cc']}",
     "ld": "clang++-19 --target=wasm32-wasi -fno-exceptions",
     "run": f"node {wasi_run}",

@@ -1,0 +1,56 @@
+/* Times a compiled model through its C interface, one thread: prefill (PREFILL tokens in one
+ * feed) and decode (DECODE tokens fed one at a time after it), best of REPEATS, printed as
+ * "prefill_tokens_per_s decode_tokens_per_s arena_bytes". Built by scripts/bench-cpp.sh with
+ * -DNEEDLE_NAME and -DNEEDLE_HEADER like test/e2e/run_model.c.
+ *
+ *   bench_model [PREFILL [DECODE [REPEATS]]]      defaults 128 64 3 */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include NEEDLE_HEADER
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(x) CAT(NEEDLE_NAME, x)
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  const long prefill = argc > 1 ? strtol(argv[1], NULL, 10) : 128;
+  const long decode = argc > 2 ? strtol(argv[2], NULL, 10) : 64;
+  const long repeats = argc > 3 ? strtol(argv[3], NULL, 10) : 3;
+  const uint32_t vocab = FN(_info)()->vocab_size;
+  int32_t *tokens = malloc((size_t)(prefill + decode) * sizeof(int32_t));
+  for (long i = 0; i < prefill + decode; ++i)
+    tokens[i] = (int32_t)((17 + 7919 * i) % vocab);
+  const size_t align = FN(_arena_align)(), size = (FN(_arena_size)() + align - 1) / align * align;
+  void *arena = aligned_alloc(align, size);
+  CAT(NEEDLE_NAME, _session) *s = FN(_open)(arena, size);
+  if (!s)
+    return 1;
+  double best_prefill = 1e30, best_decode = 1e30;
+  for (long r = 0; r < repeats; ++r) {
+    FN(_reset)(s);
+    double start = seconds();
+    if (FN(_feed)(s, tokens, (size_t)prefill) != NEEDLE_OK)
+      return 1;
+    const double p = seconds() - start;
+    start = seconds();
+    for (long i = 0; i < decode; ++i)
+      if (FN(_feed)(s, tokens + prefill + i, 1) != NEEDLE_OK)
+        return 1;
+    const double d = seconds() - start;
+    best_prefill = p < best_prefill ? p : best_prefill;
+    best_decode = d < best_decode ? d : best_decode;
+  }
+  printf("%.2f %.2f %zu\n", prefill / best_prefill, decode / best_decode, FN(_arena_size)());
+  free(tokens);
+  free(arena);
+  return 0;
+}
