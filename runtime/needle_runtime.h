@@ -382,6 +382,29 @@ inline void engram_gather(const int32_t *ring, int64_t capacity, int64_t t, cons
     }
 }
 
+/// needle.engram_gather on float tables [n_orders·heads][slots][sub_dim]: the same rows as
+/// engram_gather, as stored (no rotation, no padding), into out [n_orders·heads·sub_dim].
+inline void engram_gather_f32(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
+                              int64_t heads, const float *tables, int64_t slots, int64_t sub_dim, float *out) {
+  for (int64_t oi = 0; oi < n_orders; ++oi)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t table = oi * heads + h;
+      float *row = out + table * sub_dim;
+      if (t < orders[oi] - 1) {
+        for (int64_t i = 0; i < sub_dim; ++i)
+          row[i] = 0.0f;
+        continue;
+      }
+      const uint32_t slot = engram_slot(ring, capacity, t, oi, orders[oi], h, heads, slots);
+      std::memcpy(row, tables + (table * slots + slot) * sub_dim, static_cast<size_t>(sub_dim) * sizeof(float));
+    }
+}
+
+/// needle.gather: out [cols] = row `row` of a float matrix [rows][cols].
+inline void gather_row(const float *matrix, int64_t cols, int64_t row, float *out) {
+  std::memcpy(out, matrix + row * cols, static_cast<size_t>(cols) * sizeof(float));
+}
+
 /// needle.engram_gate: out = u + σ(⟨unit(u), unit(k)⟩ / sqrt(n)) · v. ⟨unit(u), unit(k)⟩ is
 /// ⟨u, k⟩ times both rms inverses, so no normalized copies are needed. out may equal u or v.
 inline void engram_gate(const float *u, const float *key, const float *value, int64_t n, float eps, float *out) {

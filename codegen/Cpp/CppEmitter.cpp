@@ -255,20 +255,32 @@ void Emitter::emitOp(Operation &operation) {
                          shapeOf(op.getMatrix())[1], ref(op.getInput()), ref(op.getResult())));
       })
       .Case([&](EngramGatherOp op) {
-        const Cq w = cq(op.getTables());
         const auto [state, bytes] = slot(op, "needle.state");
         const int64_t capacity = bytes / static_cast<int64_t>(sizeof(int32_t));
-        const ArrayRef<int64_t> tables = cast<CqType>(op.getTables().getType()).getShape();
+        const std::string ring = arena(state, "int32_t");
         std::string orders;
         for (int64_t order : op.getOrders())
           orders += fmt::format("{}, ", order);
         line("{");
         line(fmt::format("  static const int64_t orders[] = {{{}}};", orders));
-        line(fmt::format("  needle_rt::engram_remember({}, {}, t, token);", arena(state, "int32_t"), capacity));
-        line(fmt::format("  needle_rt::engram_gather({}, {}, t, orders, {}, {}, {}, {}, {}, {}, {}, {}, {});",
-                         arena(state, "int32_t"), capacity, op.getOrders().size(), op.getHeads(), w.packed, w.norms,
-                         w.codebook, w.bits, tables[1], tables[2], ref(op.getResult())));
+        line(fmt::format("  needle_rt::engram_remember({}, {}, t, {});", ring, capacity, ref(op.getToken())));
+        if (isa<CqType>(op.getTables().getType())) {
+          const Cq w = cq(op.getTables());
+          const ArrayRef<int64_t> tables = cast<CqType>(op.getTables().getType()).getShape();
+          line(fmt::format("  needle_rt::engram_gather({}, {}, t, orders, {}, {}, {}, {}, {}, {}, {}, {}, {});", ring,
+                           capacity, op.getOrders().size(), op.getHeads(), w.packed, w.norms, w.codebook, w.bits,
+                           tables[1], tables[2], ref(op.getResult())));
+        } else {
+          const ArrayRef<int64_t> tables = shapeOf(op.getTables());
+          line(fmt::format("  needle_rt::engram_gather_f32({}, {}, t, orders, {}, {}, {}, {}, {}, {});", ring, capacity,
+                           op.getOrders().size(), op.getHeads(), ref(op.getTables()), tables[1], tables[2],
+                           ref(op.getResult())));
+        }
         line("}");
+      })
+      .Case([&](GatherOp op) {
+        line(fmt::format("needle_rt::gather_row({}, {}, {}, {});", ref(op.getTable()), shapeOf(op.getTable())[1],
+                         ref(op.getIndex()), ref(op.getResult())));
       })
       .Case([&](UnpadRowsOp op) {
         line(fmt::format("needle_rt::unpad_rows({}, {}, {}, {}, {});", ref(op.getInput()), op.getRows(),

@@ -169,8 +169,10 @@ void IrEvaluator::Impl::runBlock(Block &block) {
 
 Vec IrEvaluator::Impl::engramGather(EngramGatherOp op) {
   const Tensor &tables = tensorOf(op.getTables());
-  const Vec &rows = rotated(op.getTables());
-  const int64_t slots = tables.shape[1], padded = cq::paddedCols(tables.cols());
+  const bool quantized = isa<CqType>(op.getTables().getType());
+  // CQ rows in the rotated domain, padded to whole groups; float rows as they are.
+  const Vec &rows = quantized ? rotated(op.getTables()) : in(op.getTables());
+  const int64_t slots = tables.shape[1], padded = quantized ? cq::paddedCols(tables.cols()) : tables.cols();
   const int64_t t = scalars.lookup(op.getPosition()), heads = op.getHeads();
   if (t < 0 || t >= static_cast<int64_t>(tokens.size()))
     fail("needle.engram_gather: position {} is not a position fed so far", t);
@@ -248,6 +250,13 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
         set(op.getResult(), Vec(rows.begin() + index * width, rows.begin() + (index + 1) * width));
       })
       .Case([&](EngramGatherOp op) { set(op.getResult(), engramGather(op)); })
+      .Case([&](GatherOp op) {
+        const Vec &rows = in(op.getTable());
+        const int64_t width = lengthOf(op.getResult()), index = scalars.lookup(op.getIndex());
+        if (index < 0 || index >= cast<RankedTensorType>(op.getTable().getType()).getDimSize(0))
+          fail("needle.gather: row {} is outside the table", index);
+        set(op.getResult(), Vec(rows.begin() + index * width, rows.begin() + (index + 1) * width));
+      })
       .Case([&](UnpadRowsOp op) {
         const Vec &x = in(op.getInput());
         const int64_t padded = lengthOf(op.getInput()) / op.getRows();

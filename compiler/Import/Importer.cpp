@@ -104,11 +104,13 @@ Value Importer::project(OpBuilder &b, Value w, Value x) {
 
 Value Importer::engram(OpBuilder &b, int64_t source, Value u, Value token, Value position) {
   const int64_t D = c_.dModel, tables = c_.engramTableCount(), sub = c_.engramSubDim();
-  const int64_t padded = cq::paddedCols(sub);
   Value table = weight(b, "engram.tables", source);
-  Value raw = b.create<EngramGatherOp>(loc_, vec(tables * padded), table, token, position,
-                                       b.getDenseI64ArrayAttr(c_.engramOrders), i64(c_.engramHeadCount()));
-  Value rows = hadamard(b, raw);
+  const bool quantized = isa<CqType>(table.getType());
+  const int64_t padded = quantized ? cq::paddedCols(sub) : sub;
+  Value rows = b.create<EngramGatherOp>(loc_, vec(tables * padded), table, token, position,
+                                        b.getDenseI64ArrayAttr(c_.engramOrders), i64(c_.engramHeadCount()));
+  if (quantized) // CQ rows come in the rotated domain, padded to whole groups
+    rows = hadamard(b, rows);
   if (padded != sub)
     rows = b.create<UnpadRowsOp>(loc_, vec(D), rows, i64(tables), i64(sub));
   Value key = project(b, weight(b, "engram.key", source), rows);
@@ -193,10 +195,6 @@ Value Importer::head(OpBuilder &b, const std::string &name, ValueRange cells, Va
 }
 
 OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
-  for (const char *name : {"embed.weight", "engram.0.tables"})
-    if (model_.tensors.count(name) && model_.tensor(name).storage != Tensor::Storage::CQ)
-      fail("{}: the compiler needs the embedding and engram tables in CQ (the scheme keeps \"{}\" float)", weightsPath,
-           name);
   fileLoc_ = loc_ = FileLineColLoc::get(&ctx_, weightsPath, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   OpBuilder b(&ctx_);
@@ -218,8 +216,12 @@ OwningOpRef<ModuleOp> Importer::run(const std::string &weightsPath) {
   Value token = entry->getArgument(0), position = entry->getArgument(1);
 
   Value embed = weight(b, "embed.weight");
-  Value raw = b.create<CqGatherOp>(loc_, vec(cast<CqType>(embed.getType()).getPaddedCols()), embed, token);
-  Value x0 = b.create<ScaleOp>(loc_, vec(D), hadamard(b, raw), f32(std::sqrt(static_cast<float>(D))));
+  Value row;
+  if (auto cq = dyn_cast<CqType>(embed.getType())) // a CQ row in the rotated domain, then decoded
+    row = hadamard(b, b.create<CqGatherOp>(loc_, vec(cq.getPaddedCols()), embed, token));
+  else
+    row = b.create<GatherOp>(loc_, vec(D), embed, token);
+  Value x0 = b.create<ScaleOp>(loc_, vec(D), row, f32(std::sqrt(static_cast<float>(D))));
   Value lanes = b.create<LanesInitOp>(loc_, RankedTensorType::get({4, D}, Float32Type::get(&ctx_)), x0);
   std::vector<Value> cells = {x0};
   for (int64_t i = 0; i < c_.numLayers; ++i) {

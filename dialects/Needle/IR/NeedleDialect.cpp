@@ -217,9 +217,12 @@ LogicalResult CqGatherOp::verify() {
   return expectLength(*this, getResult(), type.getPaddedCols(), "result");
 }
 
+LogicalResult GatherOp::verify() { return expectLength(*this, getResult(), shapeOf(getTable())[1], "result"); }
+
 LogicalResult EngramGatherOp::verify() {
-  CqType type = getTables().getType();
-  if (type.getShape().size() != 3)
+  auto cq = dyn_cast<CqType>(getTables().getType());
+  const ArrayRef<int64_t> shape = cq ? cq.getShape() : shapeOf(getTables());
+  if (shape.size() != 3)
     return emitOpError("tables must be [tables, slots, sub_dim]");
   if (getOrders().empty())
     return emitOpError("needs at least one order");
@@ -229,9 +232,9 @@ LogicalResult EngramGatherOp::verify() {
   if (failed(expectPositive(*this, getHeads(), "heads")))
     return failure();
   const int64_t tables = static_cast<int64_t>(getOrders().size()) * static_cast<int64_t>(getHeads());
-  if (type.getShape()[0] != tables)
-    return emitOpError("has ") << type.getShape()[0] << " tables, orders x heads is " << tables;
-  return expectLength(*this, getResult(), type.getShape()[0] * type.getPaddedCols(), "result");
+  if (shape[0] != tables)
+    return emitOpError("has ") << shape[0] << " tables, orders x heads is " << tables;
+  return expectLength(*this, getResult(), tables * (cq ? cq.getPaddedCols() : shape[2]), "result");
 }
 
 LogicalResult UnpadRowsOp::verify() {

@@ -107,16 +107,28 @@ def Needle_CqGatherOp : Needle_PureOp<"cq_gather"> {
   let results = (outs Needle_Vector:$result);
 }
 
+def Needle_GatherOp : Needle_PureOp<"gather"> {
+  let summary = "One row of a float matrix";
+  let description = [{
+    Row `index` of a float weight [rows, cols]: the embedding lookup of a model whose scheme
+    keeps the embedding float (a CQ embedding uses `needle.cq_gather`).
+  }];
+  let arguments = (ins Needle_Matrix:$table, I32:$index);
+  let results = (outs Needle_Vector:$result);
+}
+
 def Needle_EngramGatherOp : Needle_StatefulOp<"engram_gather"> {
-  let summary = "Hashed n-gram lookup of every engram table, in the rotated domain";
+  let summary = "Hashed n-gram lookup of every engram table";
   let description = [{
     For each order `orders[oi]` and head h, hashes the last tokens (docs/model.md, Engram)
-    and gathers row `slot` of table `oi·heads + h` in the rotated domain (zeros when the
-    position is before order - 1). The rows are concatenated: [tables · padded sub_dim].
-    Keeps the token history as state.
+    and gathers row `slot` of table `oi·heads + h` (zeros when the position is before
+    order - 1). The rows are concatenated. CQ tables give their rows in the rotated domain,
+    each padded to whole groups: [tables · padded sub_dim], decoded by a `needle.hadamard`;
+    float tables give the rows themselves: [tables · sub_dim]. Keeps the token history as
+    state.
   }];
-  let arguments = (ins Needle_CqType:$tables, I32:$token, I32:$position, DenseI64ArrayAttr:$orders,
-                       I64Attr:$heads);
+  let arguments = (ins AnyTypeOf<[Needle_CqType, Needle_StaticTensorOf<[F32], [3]>]>:$tables, I32:$token,
+                       I32:$position, DenseI64ArrayAttr:$orders, I64Attr:$heads);
   let results = (outs Needle_Vector:$result);
 }
 

@@ -666,3 +666,20 @@ func.func @kron_mlp_dynamic_permutation(%x: tensor<8xf32>, %wa: tensor<2x2xf32>,
   %r = needle.kron_mlp %x, %x, %wa, %wa, %wa, %wb, %wb, %wb, %n, %n, %n, %n, %n, %cv, %cu, %p, %p {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<?xi32>, tensor<?xi32>) -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+func.func @gather_wrong_length(%e: tensor<256x128xf32>, %tok: i32) -> tensor<64xf32> {
+  // expected-error @+1 {{'needle.gather' op result has length 64, expected 128}}
+  %r = needle.gather %e, %tok : (tensor<256x128xf32>, i32) -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+
+// -----
+
+// Float engram rows are not padded: 2 tables of 64 give 128 values, not 256.
+func.func @float_engram_padded(%t: tensor<2x64x64xf32>, %tok: i32, %pos: i32) -> tensor<256xf32> {
+  // expected-error @+1 {{'needle.engram_gather' op result has length 256, expected 128}}
+  %r = needle.engram_gather %t, %tok, %pos {orders = array<i64: 2, 3>, heads = 1} : (tensor<2x64x64xf32>, i32, i32) -> tensor<256xf32>
+  return %r : tensor<256xf32>
+}

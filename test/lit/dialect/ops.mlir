@@ -155,3 +155,20 @@ func.func @structure(%l: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf3
   // CHECK-NEXT: return %[[CONF]], %[[EMB]] : tensor<1xf32>, tensor<3xf32>
   return %conf, %emb : tensor<1xf32>, tensor<3xf32>
 }
+
+// A model whose scheme keeps the embedding and the engram tables float: rows are gathered as
+// stored (no rotation, no padding).
+// CHECK-LABEL: func.func @float_tables(
+// CHECK-SAME: %[[TOK:[^:]+]]: i32, %[[POS:[^:]+]]: i32) -> (tensor<128xf32>, tensor<128xf32>) {
+func.func @float_tables(%tok: i32, %pos: i32) -> (tensor<128xf32>, tensor<128xf32>) {
+  // CHECK-NEXT: %[[E:.+]] = needle.weight "embed.weight" : tensor<256x128xf32>{{$}}
+  %e = needle.weight "embed.weight" : tensor<256x128xf32>
+  // CHECK-NEXT: %[[ROW:.+]] = needle.gather %[[E]], %[[TOK]] : (tensor<256x128xf32>, i32) -> tensor<128xf32>{{$}}
+  %row = needle.gather %e, %tok : (tensor<256x128xf32>, i32) -> tensor<128xf32>
+  // CHECK-NEXT: %[[T:.+]] = needle.weight "engram.tables" block 1 : tensor<2x64x64xf32>{{$}}
+  %t = needle.weight "engram.tables" block 1 : tensor<2x64x64xf32>
+  // CHECK-NEXT: %[[R:.+]] = needle.engram_gather %[[T]], %[[TOK]], %[[POS]] {heads = 1 : i64, orders = array<i64: 2, 3>} : (tensor<2x64x64xf32>, i32, i32) -> tensor<128xf32>{{$}}
+  %rows = needle.engram_gather %t, %tok, %pos {orders = array<i64: 2, 3>, heads = 1} : (tensor<2x64x64xf32>, i32, i32) -> tensor<128xf32>
+  // CHECK-NEXT: return %[[ROW]], %[[R]] : tensor<128xf32>, tensor<128xf32>
+  return %row, %rows : tensor<128xf32>, tensor<128xf32>
+}
