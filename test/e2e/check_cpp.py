@@ -25,6 +25,7 @@ p.add_argument("--synth", required=True)
 p.add_argument("--layers", type=int, nargs="+", required=True)
 p.add_argument("--tokens", default="3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4")
 p.add_argument("--tolerance", type=float, default=1e-4)
+p.add_argument("--flags", default="", help="extra compiler and linker flags (the sanitizers)")
 args = p.parse_args()
 
 
@@ -56,11 +57,12 @@ for depth in args.layers:
         subprocess.run([tool("needle-run"), model, "--layers", str(depth), "--tokens", args.tokens, "--logits",
                         base + "-ref.logits", "--embedding", base + "-ref.emb"], stdout=report, check=True)
     run(tool("needlec"), model, "--layers", str(depth), "--emit", "cpp", "-o", base)
-    run("c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-c", base + ".cpp", "-o", base + ".o")
-    run("cc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-DNEEDLE_NAME=needle_model",
+    flags = shlex.split(args.flags)
+    run("c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-c", base + ".cpp", "-o", base + ".o")
+    run("cc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-DNEEDLE_NAME=needle_model",
         f'-DNEEDLE_HEADER="{os.path.basename(base)}.h"', "-I", args.work, "-c",
         os.path.join(args.e2e, "run_model.c"), "-o", base + "-main.o")
-    run("c++", base + "-main.o", base + ".o", "-o", base + "-run")
+    run("c++", *flags, base + "-main.o", base + ".o", "-o", base + "-run")
     ref, ref_logits, ref_emb = outputs(base + "-ref")
     for mode in ("one", "all"):
         run(base + "-run", mode, args.tokens, f"{base}-{mode}")

@@ -22,8 +22,13 @@ for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "HOME", "TMPDIR"]:
 oracle_dir = os.path.join(config.needle_source_dir, "test", "oracle")
 config.substitutions.append(("%python", config.python_executable))
 # The system's C and C++ compilers build what needlec emits, as a product would.
-config.substitutions.append(("%cxx", "c++ -std=c++17 -O2 -Wall -Wextra -Werror"))
-config.substitutions.append(("%cc", "cc -std=c11 -O2 -Wall -Wextra -Werror"))
+# In the sanitizer build the emitted code runs under ASan + UBSan too (%sanitize, also handed to
+# test/e2e/check_cpp.py).
+sanitize = "-fsanitize=address,undefined -fno-sanitize-recover=all" if getattr(config, "needle_sanitize", False) else ""
+config.substitutions.append(("%sanitize", sanitize))
+config.substitutions.append(("%cxx", f"c++ -std=c++17 -O2 -Wall -Wextra -Werror {sanitize}"))
+config.substitutions.append(("%cc", f"cc -std=c11 -O2 -Wall -Wextra -Werror {sanitize}"))
+config.substitutions.append(("%link", f"c++ {sanitize}"))
 config.substitutions.append(("%e2e", os.path.join(config.needle_source_dir, "test", "e2e")))
 config.substitutions.append(("%needle_tools", config.needle_tools_dir))
 config.substitutions.append(
