@@ -67,6 +67,23 @@ void BM_MemoryBandwidth(benchmark::State &state) {
   state.counters["bytes/s"] = benchmark::Counter(2.0 * bytes * state.iterations(), benchmark::Counter::kIsRate);
 }
 
+/// Read bandwidth over a buffer of `state.range(0)` MiB, read again and again: the roofline of a
+/// model whose weights (its working set) are that large. Small sizes live in the caches.
+void BM_ReadBandwidth(benchmark::State &state) {
+  // XOR has one cycle of latency, so the loop is bound by loads, not by arithmetic.
+  const size_t words = (size_t{1} << 20) * static_cast<size_t>(state.range(0)) / sizeof(uint64_t);
+  std::vector<uint64_t> data(words, 0x9E3779B97F4A7C15u);
+  for (auto _ : state) {
+    uint64_t acc[16] = {};
+    for (size_t i = 0; i < words; i += 16)
+      for (size_t j = 0; j < 16; ++j)
+        acc[j] ^= data[i + j];
+    benchmark::DoNotOptimize(acc);
+  }
+  state.counters["read bytes/s"] = benchmark::Counter(
+      static_cast<double>(words * sizeof(uint64_t)) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
 void BM_ReferenceDecode(benchmark::State &state) {
   const int64_t depth = state.range(0);
   const Model &model = needle3();
@@ -140,6 +157,7 @@ void BM_CompileSliceAndWrite(benchmark::State &state) {
 }
 
 BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_ReadBandwidth)->Arg(8)->Arg(16)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_RuntimeCqMatvec)
     ->Args({4096, 14336, 2}) // ggml's MUL_MAT benchmark shape
