@@ -52,13 +52,14 @@ static int failures;           /* of the running check */
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failf(const char *fmt, ...) {
+  if (++failures > 40) /* the first 40 differences of a check tell the story */
+    return;
   va_list args;
   va_start(args, fmt);
   printf("FAIL %s: ", check);
   vprintf(fmt, args);
   printf("\n");
   va_end(args);
-  ++failures;
 }
 
 static void die(const char *what) {
@@ -74,14 +75,17 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static char label_buf[256];
+/* A formatted message, in one of 4 buffers used in turn (so one label may format another). */
 static const char *label(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static const char *label(const char *fmt, ...) {
+  static char buffers[4][256];
+  static unsigned next;
+  char *buf = buffers[next++ % 4];
   va_list args;
   va_start(args, fmt);
-  vsnprintf(label_buf, sizeof label_buf, fmt, args);
+  vsnprintf(buf, sizeof buffers[0], fmt, args);
   va_end(args);
-  return label_buf;
+  return buf;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -209,8 +213,7 @@ static size_t compare_floats(const char *what, const char *name, const float *go
 /* Everything a session shows against `want`: 1 when all agree bit for bit, 0 when they agree
  * only within the tolerance (the largest relative difference goes to *max_rel), -1 (printed)
  * when they differ. */
-static int compare_snaps(const char *what, const snap_t *got, const snap_t *want, double tolerance,
-                         double *max_rel) {
+static int compare_snaps(const char *what, const snap_t *got, const snap_t *want, double tolerance, double *max_rel) {
   const int before = failures;
   double rel = 0.0;
   if (got->position != want->position)
@@ -260,8 +263,7 @@ static void plausible(const char *what, const snap_t *got) {
   for (size_t i = 0; i < emb_dim; ++i)
     norm += (double)got->embedding[i] * got->embedding[i];
   if (got->embedding_status != NEEDLE_OK || fabs(sqrt(norm) - 1.0) > 1e-3)
-    failf("%s: embedding returned %d with norm %g, expected NEEDLE_OK and 1", what, got->embedding_status,
-          sqrt(norm));
+    failf("%s: embedding returned %d with norm %g, expected NEEDLE_OK and 1", what, got->embedding_status, sqrt(norm));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -331,8 +333,8 @@ static void check_feeding(void) {
       feed_ok("chunks", s, tokens + done, n);
       done += n;
       snap_t got = snap_of(s);
-      const int r = compare_snaps(label("chunks of %zu, %zu tokens", chunk, done), &got, &one[done - 1], 1e-6,
-                                  &max_rel);
+      const int r =
+          compare_snaps(label("chunks of %zu, %zu tokens", chunk, done), &got, &one[done - 1], 1e-6, &max_rel);
       comparisons += 1, exact += r == 1;
       snap_free(&got);
     }
@@ -362,7 +364,9 @@ static void refused(const char *what, session *s, const int32_t *tokens, size_t 
 }
 
 /* The bad feeds of NEEDLE_ERR_TOKEN at the session's position. */
-static void bad_tokens(const char *where, session *s, const int32_t *good) {
+static void bad_tokens(const char *where_label, session *s, const int32_t *good) {
+  char where[128];
+  snprintf(where, sizeof where, "%s", where_label);
   const int32_t v = (int32_t)vocab;
   const int32_t negative[] = {-1}, at_vocab[] = {v}, last[] = {good[0], good[1], v}, middle[] = {good[0], -1, good[1]},
                 lowest[] = {INT32_MIN}, highest[] = {INT32_MAX}, first[] = {v, good[0]};
@@ -497,7 +501,9 @@ static void check_reset(void) {
 /* 4. Arguments                                                                                 */
 /* ------------------------------------------------------------------------------------------ */
 
-static void bad_arguments(const char *where, session *s, const int32_t *tokens) {
+static void bad_arguments(const char *where_label, session *s, const int32_t *tokens) {
+  char where[128];
+  snprintf(where, sizeof where, "%s", where_label);
   snap_t before = snap_of(s);
   int status;
   if ((status = FN(_feed)(NULL, tokens, 1)) != NEEDLE_ERR_ARG)
@@ -716,7 +722,7 @@ static const struct {
   const char *name;
   void (*run)(void);
 } kChecks[] = {
-    {"feeding", check_feeding}, {"errors", check_errors},   {"reset", check_reset},
+    {"feeding", check_feeding},     {"errors", check_errors},   {"reset", check_reset},
     {"arguments", check_arguments}, {"initial", check_initial}, {"threads", check_threads},
 };
 enum { kNumChecks = sizeof kChecks / sizeof kChecks[0] };
@@ -725,8 +731,8 @@ int main(int argc, char **argv) {
   const info_t *info = FN(_info)();
   vocab = info->vocab_size, emb_dim = info->embedding_dim, max_seq = info->max_seq_len;
   arena_size = FN(_arena_size)(), arena_align = FN(_arena_align)();
-  printf("info: vocab %zu, d_model %u, layers %u, max_seq %zu, embedding %zu, blocks", vocab,
-         (unsigned)info->d_model, (unsigned)info->num_layers, max_seq, emb_dim);
+  printf("info: vocab %zu, d_model %u, layers %u, max_seq %zu, embedding %zu, blocks", vocab, (unsigned)info->d_model,
+         (unsigned)info->num_layers, max_seq, emb_dim);
   for (uint32_t i = 0; i < info->num_layers; ++i)
     printf("%s%d", i ? "," : " ", (int)info->source_blocks[i]);
   printf("; arena %zu bytes, align %zu\n", arena_size, arena_align);
@@ -750,7 +756,10 @@ int main(int argc, char **argv) {
     check = kChecks[c].name;
     failures = 0;
     kChecks[c].run();
-    printf("%s %s\n", failures ? "FAIL" : "PASS", check);
+    if (failures)
+      printf("FAIL %s (%d differences)\n", check, failures);
+    else
+      printf("PASS %s\n", check);
     fflush(stdout);
     failed += failures != 0;
   }
