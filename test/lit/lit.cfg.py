@@ -26,6 +26,8 @@ config.substitutions.append(("%python", config.python_executable))
 # test/e2e/check_cpp.py).
 sanitize = "-fsanitize=address,undefined -fno-sanitize-recover=all" if getattr(config, "needle_sanitize", False) else ""
 config.substitutions.append(("%sanitize", sanitize))
+config.substitutions.append(("%plain-cxx", "c++ -std=c++17 -O2 -Wall -Wextra -Werror"))
+config.substitutions.append(("%plain-cc", "cc -std=c11 -O2 -Wall -Wextra -Werror"))
 config.substitutions.append(("%cxx", f"c++ -std=c++17 -O2 -Wall -Wextra -Werror {sanitize}"))
 config.substitutions.append(("%cc", f"cc -std=c11 -O2 -Wall -Wextra -Werror {sanitize}"))
 config.substitutions.append(("%link", f"c++ {sanitize}"))
