@@ -360,44 +360,46 @@ inline uint32_t engram_slot(const int32_t *ring, int64_t capacity, int64_t t, in
   return acc % static_cast<uint32_t>(slots);
 }
 
-/// needle.engram_gather: for each order orders[oi] (n_orders of them) and head h < heads, row
-/// `slot` of table oi·heads + h in the rotated domain (cq_row), or zeros when t < order − 1;
-/// concatenated in table order into out [n_orders·heads·cq_padded_cols(sub_dim)]. The tables are
-/// one CQ tensor [n_orders·heads, slots, sub_dim]: CQ row (table·slots + slot), cols = sub_dim.
-inline void engram_gather(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
-                          int64_t heads, const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
-                          int64_t slots, int64_t sub_dim, float *out) {
-  const int64_t padded = cq_padded_cols(sub_dim);
+/// The engram rows of position t: for each order orders[oi] (n_orders of them) and head h <
+/// heads, row `slot` of table oi·heads + h, fetched by fetch(index, row) with index =
+/// table·slots + slot (the row of the tables seen as one [tables·slots] matrix), or zeros when
+/// t < order − 1; concatenated in table order, `width` floats each, into out.
+template <typename FetchRow>
+inline void engram_rows(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
+                        int64_t heads, int64_t slots, int64_t width, FetchRow fetch, float *out) {
   for (int64_t oi = 0; oi < n_orders; ++oi)
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t table = oi * heads + h;
-      float *row = out + table * padded;
+      float *row = out + table * width;
       if (t < orders[oi] - 1) {
-        for (int64_t i = 0; i < padded; ++i)
+        for (int64_t i = 0; i < width; ++i)
           row[i] = 0.0f;
         continue;
       }
-      const uint32_t slot = engram_slot(ring, capacity, t, oi, orders[oi], h, heads, slots);
-      cq_row(packed, norms, codebook, bits, table * slots + slot, sub_dim, row);
+      fetch(table * slots + engram_slot(ring, capacity, t, oi, orders[oi], h, heads, slots), row);
     }
 }
 
-/// needle.engram_gather on float tables [n_orders·heads][slots][sub_dim]: the same rows as
-/// engram_gather, as stored (no rotation, no padding), into out [n_orders·heads·sub_dim].
+/// needle.engram_gather on CQ tables [n_orders·heads, slots, sub_dim]: each row in the rotated
+/// domain (cq_row), padded to whole groups: out [n_orders·heads·cq_padded_cols(sub_dim)].
+inline void engram_gather(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
+                          int64_t heads, const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                          int64_t slots, int64_t sub_dim, float *out) {
+  engram_rows(
+      ring, capacity, t, orders, n_orders, heads, slots, cq_padded_cols(sub_dim),
+      [&](int64_t index, float *row) { cq_row(packed, norms, codebook, bits, index, sub_dim, row); }, out);
+}
+
+/// needle.engram_gather on float tables [n_orders·heads][slots][sub_dim]: the rows as stored (no
+/// rotation, no padding), into out [n_orders·heads·sub_dim].
 inline void engram_gather_f32(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
                               int64_t heads, const float *tables, int64_t slots, int64_t sub_dim, float *out) {
-  for (int64_t oi = 0; oi < n_orders; ++oi)
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t table = oi * heads + h;
-      float *row = out + table * sub_dim;
-      if (t < orders[oi] - 1) {
-        for (int64_t i = 0; i < sub_dim; ++i)
-          row[i] = 0.0f;
-        continue;
-      }
-      const uint32_t slot = engram_slot(ring, capacity, t, oi, orders[oi], h, heads, slots);
-      std::memcpy(row, tables + (table * slots + slot) * sub_dim, static_cast<size_t>(sub_dim) * sizeof(float));
-    }
+  engram_rows(
+      ring, capacity, t, orders, n_orders, heads, slots, sub_dim,
+      [&](int64_t index, float *row) {
+        std::memcpy(row, tables + index * sub_dim, static_cast<size_t>(sub_dim) * sizeof(float));
+      },
+      out);
 }
 
 /// needle.gather: out [cols] = row `row` of a float matrix [rows][cols].

@@ -6,6 +6,7 @@
  *
  * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>". C11 (for aligned_alloc). */
 #include NEEDLE_HEADER
+#include "outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +19,6 @@
 static int fail(const char *what) {
   fprintf(stderr, "run_model: %s\n", what);
   return 1;
-}
-
-static int write_floats(const char *prefix, const char *suffix, const float *values, size_t n) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s%s", prefix, suffix);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(values, sizeof(float), n, f) != n)
-    return 0;
-  return fclose(f) == 0;
 }
 
 int main(int argc, char **argv) {
@@ -56,16 +48,9 @@ int main(int argc, char **argv) {
   float *embedding = malloc(info->embedding_dim * sizeof(float));
   if (FN(_embedding)(s, embedding) != NEEDLE_OK)
     return fail("embedding failed");
-  if (!write_floats(argv[3], ".logits", FN(_logits)(s), info->vocab_size) ||
-      !write_floats(argv[3], ".emb", embedding, info->embedding_dim))
+  if (!write_outputs(argv[3], FN(_logits)(s), info->vocab_size, embedding, info->embedding_dim, FN(_confidence)(s),
+                     FN(_position)(s)))
     return fail("cannot write the outputs");
-  char path[4096];
-  snprintf(path, sizeof path, "%s.json", argv[3]);
-  FILE *f = fopen(path, "w");
-  if (!f)
-    return fail("cannot write the report");
-  fprintf(f, "{\"confidence\": %.9g, \"position\": %zu}\n", FN(_confidence)(s), FN(_position)(s));
-  fclose(f);
   free(embedding);
   free(arena);
   return 0;

@@ -9,6 +9,7 @@
  * Built with -I<the directory of alpha.h and beta.h>. C11 (for aligned_alloc). */
 #include "alpha.h"
 #include "beta.h"
+#include "outputs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +18,6 @@
 static int fail(const char *what) {
   fprintf(stderr, "two_models: %s\n", what);
   return 1;
-}
-
-static int write_floats(const char *prefix, const char *suffix, const float *values, size_t n) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s%s", prefix, suffix);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(values, sizeof(float), n, f) != n)
-    return 0;
-  return fclose(f) == 0;
-}
-
-/* PREFIX.logits, PREFIX.emb and PREFIX.json of one session's outputs. */
-static int write_outputs(const char *prefix, const float *logits, size_t vocab, const float *embedding, size_t dim,
-                         float confidence, size_t position) {
-  if (!write_floats(prefix, ".logits", logits, vocab) || !write_floats(prefix, ".emb", embedding, dim))
-    return 0;
-  char path[4096];
-  snprintf(path, sizeof path, "%s.json", prefix);
-  FILE *f = fopen(path, "w");
-  if (!f)
-    return 0;
-  fprintf(f, "{\"confidence\": %.9g, \"position\": %zu}\n", confidence, position);
-  return fclose(f) == 0;
 }
 
 static void *arena_for(size_t size, size_t align) { return aligned_alloc(align, (size + align - 1) / align * align); }
