@@ -6,6 +6,9 @@
 
 namespace needle {
 
+/// "<version> (commit <id>)": what generated files say made them.
+std::string versionString();
+
 /// "<tool> <version> (commit <id>)" and the LLVM/MLIR and Halide versions it was built with.
 std::string versionText(std::string_view tool);
 
