@@ -1,4 +1,5 @@
 #include "codegen/Cpp/CppEmitter.h"
+#include "codegen/Transforms/SessionNeeds.h"
 
 #include "Import/WeightBinding.h"
 #include "Needle/IR/NeedleDialect.h"
@@ -108,6 +109,7 @@ private:
   int constantCount_ = 0;
   llvm::DenseMap<Operation *, std::string> constantNames_;
   int64_t logits_ = 0, confidence_ = 0, embedding_ = 0;
+  int64_t maxSeqLen_ = 0; // the plan's: it sized the KV rings
 };
 
 int64_t Emitter::bufferOf(Value v) {
@@ -341,9 +343,9 @@ void Emitter::emitOp(Operation &operation) {
       })
       .Case([&](AttentionOp op) {
         const auto [state, stateBytes] = slot(op, "needle.state");
-        const auto [scratch, scratchBytes] = slot(op, "needle.scratch");
+        const int64_t scratch = slot(op, "needle.scratch").first;
         const int64_t heads = op.getHeads(), kvHeads = op.getKvHeads();
-        const int64_t kWidth = lengthOf(op.getKey()), capacity = scratchBytes / static_cast<int64_t>(sizeof(float));
+        const int64_t kWidth = lengthOf(op.getKey()), capacity = kvCapacity(op.getWindow(), maxSeqLen_);
         line(fmt::format("needle_rt::attention({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});",
                          ref(op.getQuery()), ref(op.getKey()), ref(op.getValue()), heads, kvHeads,
                          lengthOf(op.getQuery()) / heads, lengthOf(op.getValue()) / kvHeads, op.getWindow(), capacity,
@@ -544,8 +546,10 @@ CppModel Emitter::run(const std::string &headerName) {
   auto step = module_.lookupSymbol<func::FuncOp>("step");
   if (!step)
     fail("--emit cpp: the module has no func.func @step");
-  if (!module_->getAttrOfType<DictionaryAttr>(kArenaAttr))
+  auto maxSeq = module_->getAttrOfType<IntegerAttr>(kMaxSeqLenAttr);
+  if (!module_->getAttrOfType<DictionaryAttr>(kArenaAttr) || !maxSeq)
     fail("--emit cpp: the module has no {}; run needle-plan-session first", kArenaAttr);
+  maxSeqLen_ = maxSeq.getInt();
   // The blob's layout follows program order, not the order a call's arguments are evaluated in.
   step.walk([&](WeightOp op) {
     if (isa<CqType>(op.getType()))
