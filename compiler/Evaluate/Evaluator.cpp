@@ -6,6 +6,7 @@
 #include "Quant/Cq.h"
 #include "Reference/Block.h"
 #include "Support/Error.h"
+#include "Support/Limits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -226,6 +227,9 @@ void IrEvaluator::Impl::evaluate(Operation &operation) {
         auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
         if (!dense || !dense.getElementType().isF32())
           fail("needle-run evaluates only f32 tensor constants, not {}", typeText(op.getType()));
+        if (elementCountWithin(dense.getType().getShape()) < 0)
+          fail("a constant {} has more than the {} elements a tensor may have", typeText(op.getType()),
+               kMaxTensorElements);
         set(op.getResult(), Vec(dense.getValues<float>().begin(), dense.getValues<float>().end()));
       })
       .Case([&](CqDequantOp op) { set(op.getResult(), rotated(op.getWeight())); })

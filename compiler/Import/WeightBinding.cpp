@@ -21,6 +21,12 @@ std::string typeText(Type type) {
   return stream.str();
 }
 
+/// The head tensors with one row per source block (plus x0's): the ones `rows` may select from.
+bool isHeadRowTensor(std::string_view name) {
+  return (name.starts_with("confidence.") || name.starts_with("embedding_head.")) &&
+         (name.ends_with(".probes") || name.ends_with(".gain") || name.ends_with(".row_bias"));
+}
+
 bool isDefaultPermutation(const Model &model, const std::string &name) {
   return (name == "mlp.p1" || name == "mlp.p2") && !model.tensors.count(name);
 }
@@ -40,6 +46,8 @@ const Tensor &WeightBinding::tensor(WeightOp op) {
   if (!checked_.insert(op).second)
     return t;
   std::vector<int64_t> shape = t.shape;
+  if (op.getRowsAttr() && !isHeadRowTensor(name))
+    fail("weight \"{}\": `rows` selects head rows; only a head's probes, gain and row_bias have them", name);
   if (op.getRowsAttr())
     shape[headRowAxis(name)] = static_cast<int64_t>(op.getRowsAttr().size()) + 1;
   bool ok;
@@ -68,6 +76,8 @@ std::vector<float> WeightBinding::floats(WeightOp op) {
     if (it == sources_.end())
       fail("weight \"{}\": the model file has no head row for source block {}", name, source);
     rows.push_back(it - sources_.begin() + 1);
+    if (rows.back() >= t.shape[headRowAxis(name)])
+      fail("weight \"{}\": the model file has no head row for source block {}", name, source);
   }
   return selectRows(model_.floats(name), t.shape, headRowAxis(name), rows);
 }

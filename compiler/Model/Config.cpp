@@ -1,10 +1,13 @@
 #include "Model/Config.h"
 
 #include "Model/Ladder.h"
+#include "Model/Layout.h"
 #include "Support/Error.h"
 #include "Support/Json.h"
+#include "Support/Limits.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -270,8 +273,8 @@ void validateConfig(const Config &c, std::string_view source) {
   checkRange(r, "num_heads", c.numHeads * c.vHeadDim, 1, kMaxDim);
   checkRange(r, "num_layers", c.numLayers, 1, kMaxLayers);
   checkRange(r, "max_seq_len", c.maxSeqLen, 1, kMaxSeqLen);
-  if (!(c.ropeTheta > 0))
-    r.error("rope_theta", "must be positive");
+  if (!(static_cast<float>(c.ropeTheta) > 0) || !std::isfinite(static_cast<float>(c.ropeTheta)))
+    r.error("rope_theta", fmt::format("{} is not a positive float32 (it is used in float32)", c.ropeTheta));
   checkRange(r, "sliding_window", c.slidingWindow, 0, kMaxSeqLen);
   checkDistinctBlocks(r, "global_layers", c.globalLayers, c.numLayers);
   checkAscendingBlocks(r, "engram_layers", c.engramLayers, c.numLayers);
@@ -296,8 +299,9 @@ void validateConfig(const Config &c, std::string_view source) {
   checkRange(r, "confidence_probes", c.confidenceProbes, 1, 1024);
   checkRange(r, "confidence_queries", c.confidenceQueries, 1, 1024);
   checkRange(r, "pad_token_id", c.padTokenId, 0, c.vocabSize - 1);
-  if (!(c.rmsEps > 0))
-    r.error("rms_eps", "must be positive");
+  // Both are used as float32: a positive double that rounds to 0 or overflows there is an error.
+  if (!(static_cast<float>(c.rmsEps) > 0) || !std::isfinite(static_cast<float>(c.rmsEps)))
+    r.error("rms_eps", fmt::format("{} is not a positive float32 (it is used in float32)", c.rmsEps));
   if (c.ladderOrder)
     checkPermutation(r, "ladder_order", *c.ladderOrder, c.numLayers);
   if (c.sourceBlocks) {
@@ -305,6 +309,11 @@ void validateConfig(const Config &c, std::string_view source) {
       r.error("source_blocks", fmt::format("has {} entries, num_layers is {}", c.sourceBlocks->size(), c.numLayers));
     checkAscendingBlocks(r, "source_blocks", *c.sourceBlocks, kMaxLayers);
   }
+  // Each field is within range, but together they may imply a tensor no machine should allocate.
+  for (const TensorSpec &spec : modelLayout(c))
+    if (elementCountWithin(spec.shape) < 0)
+      fail("{}: the config makes tensor \"{}\" {}, more than the {} elements a tensor may have", source, spec.name,
+           shapeString(spec.shape), kMaxTensorElements);
 }
 
 Config parseConfig(std::string_view text, std::string_view source) {

@@ -11,6 +11,8 @@ namespace needle {
 
 namespace {
 
+constexpr int64_t kMaxLoraRank = 1 << 16; // far above any adapter's rank, and below any cast trouble
+
 double metadataNumber(const SafetensorsFile &file, const std::string &key) {
   auto it = file.metadata().find(key);
   if (it == file.metadata().end())
@@ -33,8 +35,9 @@ void mergeLora(Model &model, const std::filesystem::path &adapterPath) {
   const SafetensorsFile file = SafetensorsFile::read(adapterPath);
   const std::string &p = file.path();
   const double alpha = metadataNumber(file, "lora_alpha"), rankValue = metadataNumber(file, "lora_r");
-  if (rankValue < 1 || rankValue != static_cast<int64_t>(rankValue))
-    fail("{}: __metadata__.lora_r: {} is not a positive integer", p, rankValue);
+  // Bounded before the conversion, which is undefined for values past int64.
+  if (rankValue < 1 || rankValue > kMaxLoraRank || rankValue != std::floor(rankValue))
+    fail("{}: __metadata__.lora_r: {} is not an integer in 1..{}", p, rankValue, kMaxLoraRank);
   const int64_t rank = static_cast<int64_t>(rankValue);
 
   std::map<std::string, AdapterPair> pairs;

@@ -8,6 +8,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Half.h"
+#include "Support/Limits.h"
 #include "Support/Text.h"
 
 #include "Support/Json.h"
@@ -99,7 +100,7 @@ Tensor readPlain(const SafetensorsFile &file, const SafetensorsEntry &entry, con
 
 Model loadSafetensorsModel(const fs::path &configPath, const fs::path &tensorsPath) {
   Model model;
-  std::vector<uint8_t> configBytes = readFile(configPath);
+  std::vector<uint8_t> configBytes = readFile(configPath, kMaxConfigBytes);
   model.config = parseConfig(std::string_view(reinterpret_cast<const char *>(configBytes.data()), configBytes.size()),
                              configPath.string());
   SafetensorsFile file = SafetensorsFile::read(tensorsPath);

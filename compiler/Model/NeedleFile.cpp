@@ -143,7 +143,8 @@ std::vector<uint8_t> serializeNeedle(const Model &model) {
 }
 
 bool looksLikeNeedle(std::span<const uint8_t> bytes) {
-  return bytes.size() >= 8 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), true);
+  // A size-prefixed buffer: the 4-byte size, the 4-byte root offset, then the identifier.
+  return bytes.size() >= 12 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), true);
 }
 
 Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
@@ -151,7 +152,7 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
     fail("{}: not a .needle file (no NEDL identifier)", source);
   const uint32_t headerSize = flatbuffers::ReadScalar<uint32_t>(bytes.data());
   if (headerSize > bytes.size() - 4)
-    fail("{}: truncated: the header says {} bytes, the file has {}", source, headerSize + 4, bytes.size());
+    fail("{}: truncated: the header says {} bytes, the file has {}", source, uint64_t(headerSize) + 4, bytes.size());
   flatbuffers::Verifier verifier(bytes.data(), headerSize + 4, /*max_depth=*/64, /*max_tables=*/1000000);
   if (!fb::VerifySizePrefixedModelBuffer(verifier))
     fail("{}: the FlatBuffers header failed verification (corrupt file)", source);

@@ -5,14 +5,12 @@
 #include "Support/Files.h"
 #include "Support/Half.h"
 #include "Support/Json.h"
+#include "Support/Limits.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace needle {
-
-// Headers above this are rejected before any allocation [ours]; real ones are a few KB.
-constexpr uint64_t kMaxHeaderBytes = 100 << 20;
 
 const char *dtypeName(DType dtype) {
   switch (dtype) {
@@ -82,6 +80,8 @@ SafetensorsEntry parseEntry(const std::string &name, const json::Value &v, const
     if (key != "dtype" && key != "shape" && key != "data_offsets")
       fail("{}: unknown field \"{}\"", where, key);
   entry.dtype = parseDType(dtype->string, where);
+  if (shape->items.size() > kMaxTensorRank)
+    fail("{}: shape has {} dimensions, more than {}", where, shape->items.size(), kMaxTensorRank);
   for (const json::Value &dim : shape->items) {
     if (dim.kind != json::Value::Kind::Number || !dim.isInteger || dim.integer < 0)
       fail("{}: shape must hold non-negative integers", where);
@@ -110,7 +110,10 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
   uint64_t headerBytes = 0;
   for (int i = 7; i >= 0; --i)
     headerBytes = headerBytes << 8 | file.file_[i];
-  if (headerBytes > kMaxHeaderBytes || headerBytes > file.file_.size() - 8)
+  if (headerBytes > kMaxSafetensorsHeaderBytes)
+    fail("{}: header length {} is more than the {} bytes a safetensors header may have here", p, headerBytes,
+         kMaxSafetensorsHeaderBytes);
+  if (headerBytes > file.file_.size() - 8)
     fail("{}: header length {} exceeds the file ({} bytes); truncated or not safetensors", p, headerBytes,
          file.file_.size());
   file.dataStart_ = 8 + headerBytes;

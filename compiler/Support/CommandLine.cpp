@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <new>
 
@@ -117,31 +118,18 @@ std::string CommandLine::help() const {
   return text;
 }
 
-namespace {
-
-/// Errors are one line: control characters from names in hostile files are escaped.
-std::string oneLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else
-      out += c;
-  }
-  return out;
-}
-
-} // namespace
-
 int runTool(const char *tool, int (*body)(int, char **), int argc, char **argv) {
+  // Past a file-size limit (ulimit -f), a write fails with EFBIG and we report it, instead of
+  // the default action of SIGXFSZ killing the tool mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return body(argc, argv);
   } catch (const Error &e) {
-    std::fprintf(stderr, "%s: error: %s\n", tool, oneLine(e.what()).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what()); // already one line
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "%s: error: out of memory\n", tool);
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "%s: error: internal error: %s\n", tool, e.what());
+    std::fprintf(stderr, "%s: error: internal error: %s\n", tool, oneLine(e.what()).c_str());
   }
   return 1;
 }

@@ -6,13 +6,18 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace needle {
 
+/// `text` as one short line: control characters (a NUL from a hostile key included) escaped as
+/// \xNN, and the middle of an overlong text (a huge quoted value or shape) elided.
+std::string oneLine(std::string_view text);
+
 class Error : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit Error(std::string_view message) : std::runtime_error(oneLine(message)) {}
 };
 
 template <typename... Args> [[noreturn]] void fail(fmt::format_string<Args...> format, Args &&...args) {

@@ -1,4 +1,4 @@
-// File access for the file layer: whole-file reads and outputs that appear only on success.
+// File access for the file layer: bounded whole-file reads and outputs that appear only on success.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +9,23 @@
 
 namespace needle {
 
-/// Reads a whole file; errors name the path.
-std::vector<uint8_t> readFile(const std::filesystem::path &path);
+/// The largest file any tool reads whole (a model with every tensor in f32 fits well below it).
+inline constexpr uint64_t kMaxInputBytes = uint64_t(16) << 30;
+
+/// Reads a whole regular file of at most `maxBytes`; errors name the path. Devices, FIFOs and
+/// directories are refused before anything is read.
+std::vector<uint8_t> readFile(const std::filesystem::path &path, uint64_t maxBytes = kMaxInputBytes);
+
+/// True when both paths name one file: the same inode when both exist, else the same canonical path.
+bool sameFile(const std::filesystem::path &a, const std::filesystem::path &b);
+
+/// Fails when `output` and `input` are the same file (hard links, symlinks and `./` spellings
+/// included): no tool overwrites what it reads. `flag` names the option that gave `output`.
+void checkNotInput(const std::filesystem::path &output, const std::filesystem::path &input, std::string_view flag);
 
 /// An output that is written to a temporary sibling and renamed over `path` by commit(), so a
-/// failed run leaves nothing at `path`. Works for a single file or a directory.
+/// failed run leaves nothing at `path`. Works for a single file or a directory. An existing
+/// character device or FIFO (`-o /dev/null`, a pipe) is written through, never replaced.
 class PendingOutput {
 public:
   enum class Kind { File, Directory };
@@ -22,18 +34,34 @@ public:
   PendingOutput(const PendingOutput &) = delete;
   PendingOutput &operator=(const PendingOutput &) = delete;
 
-  /// Where to write now: the temporary file, or the temporary directory.
+  const std::filesystem::path &path() const { return path_; }
+  /// Where to write now: the temporary file or directory (or the device itself).
   const std::filesystem::path &staging() const { return staging_; }
+  /// Runs `write(staging())`: its errors name the output path, not the temporary one.
+  template <typename Write> void writeWith(Write &&write) {
+    try {
+      write(staging_);
+    } catch (const std::exception &e) {
+      rethrowNamingOutput(e);
+    }
+  }
+  /// Writes `bytes` as the whole output (Kind::File).
+  void write(std::span<const uint8_t> bytes);
+  void write(std::string_view text);
+  /// Moves the output into place; fails (naming the path) if any part of it could not be moved.
   void commit();
 
 private:
+  [[noreturn]] void rethrowNamingOutput(const std::exception &e) const;
+
   std::filesystem::path path_;
   std::filesystem::path staging_;
   Kind kind_;
+  bool writeThrough_ = false;
   bool committed_ = false;
 };
 
-/// Writes bytes to `path` (a staging path), failing with the path in the message.
+/// Writes bytes to `path`, failing with the path and the system's reason in the message.
 void writeFile(const std::filesystem::path &path, std::span<const uint8_t> bytes);
 void writeFile(const std::filesystem::path &path, std::string_view text);
 

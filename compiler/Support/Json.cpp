@@ -153,6 +153,7 @@ private:
         continue;
       }
       expect('}');
+      value.members.shrink_to_fit(); // memory in proportion to the text: no growth slack kept
       return;
     }
   }
@@ -173,6 +174,7 @@ private:
         continue;
       }
       expect(']');
+      value.items.shrink_to_fit();
       return;
     }
   }

@@ -57,7 +57,10 @@ TEST(Safetensors, RejectsEveryMalformedHeader) {
   };
   const Case cases[] = {
       {rawFile("", 0, 0).parent_path() / "missing.safetensors", "cannot open"},
-      {rawFile(ok, 8, 1u << 30), "header length 1073741824 exceeds the file"},
+      {rawFile(ok, 8, 1u << 30), "header length 1073741824 is more than the 16777216 bytes"},
+      {rawFile(ok, 8, 1u << 20), "header length 1048576 exceeds the file"},
+      {rawFile(R"({"a":{"dtype":"U8","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,1]}})", 1),
+       "shape has 9 dimensions, more than 8"},
       {rawFile(ok, 4), "tensor \"a\": data_offsets [0, 8] run past the end of the data (4 bytes); truncated?"},
       {rawFile(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12),
        "tensor \"a\": 8 bytes of data, but shape"},

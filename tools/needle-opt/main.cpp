@@ -1,20 +1,106 @@
-// needle-opt: mlir-opt with the needle dialect and needlec's passes registered.
+// needle-opt: mlir-opt with the needle dialect and needlec's passes registered. Its input is
+// bounded (size, bracket nesting) before MLIR parses it, and a failure's first line follows the
+// tools' contract, "needle-opt: error: <the first diagnostic>", with MLIR's full diagnostics
+// (locations, source lines) after it.
 #include "Needle/Transforms/Passes.h"
+#include "Support/CaptureStderr.h"
+#include "Support/Error.h"
+#include "Support/Files.h"
+#include "Support/Limits.h"
 #include "Support/Version.h"
 #include "codegen/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace {
+
+constexpr const char *kTool = "needle-opt";
+
+/// The input text: a regular file or standard input ("-"), at most kMaxIrBytes.
+std::string readInput(const std::string &path) {
+  if (path != "-") {
+    std::vector<uint8_t> bytes = needle::readFile(path, needle::kMaxIrBytes);
+    return std::string(bytes.begin(), bytes.end());
+  }
+  std::string text;
+  char chunk[1 << 16];
+  while (std::cin.read(chunk, sizeof chunk) || std::cin.gcount() > 0) {
+    text.append(chunk, std::cin.gcount());
+    if (text.size() > needle::kMaxIrBytes)
+      needle::fail("<stdin>: more than the {} bytes IR may have", needle::kMaxIrBytes);
+  }
+  return text;
+}
+
+/// MLIR's report of a failure, preceded by one contract line: its first error, or its first line.
+void reportFailure(const std::string &diagnostics) {
+  std::string first;
+  for (size_t begin = 0; begin < diagnostics.size() && first.empty();) {
+    const size_t end = std::min(diagnostics.find('\n', begin), diagnostics.size());
+    const std::string line = diagnostics.substr(begin, end - begin);
+    if (const size_t at = line.find(": error: "); at != std::string::npos)
+      first = line.substr(0, at + 2) + line.substr(at + 9);
+    begin = end + 1;
+  }
+  if (first.empty())
+    first = diagnostics.substr(0, diagnostics.find('\n'));
+  if (first.starts_with(std::string(kTool) + ": "))
+    first.erase(0, std::strlen(kTool) + 2);
+  std::fprintf(stderr, "%s: error: %s\n%s", kTool, needle::oneLine(first.empty() ? "failed" : first).c_str(),
+               diagnostics.c_str());
+}
+
+int run(mlir::DialectRegistry &registry, const std::string &inputPath, const std::string &outputPath) {
+  const std::string text = readInput(inputPath);
+  needle::checkIrNesting(text, inputPath == "-" ? "<stdin>" : inputPath);
+  const mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> output = mlir::openOutputFile(outputPath, &message);
+  if (!output)
+    needle::fail("{}: cannot write: {}", outputPath, message);
+  bool ok = false;
+  const std::string diagnostics = needle::capturingStderr([&] {
+    ok = mlir::succeeded(
+        mlir::MlirOptMain(output->os(), llvm::MemoryBuffer::getMemBufferCopy(text, inputPath), registry, config));
+  });
+  if (!ok) {
+    reportFailure(diagnostics);
+    return 1;
+  }
+  std::fputs(diagnostics.c_str(), stderr); // warnings and remarks, as MLIR printed them
+  output->keep();
+  return 0;
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<needle::ir::NeedleDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
   needle::registerNeedlePasses();
   needle::registerNeedleCodegenPasses();
-  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << needle::versionText("needle-opt"); });
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << needle::versionText(kTool); });
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "needle-opt: the needle dialect and passes\n", registry));
+  const auto [inputPath, outputPath] =
+      mlir::registerAndParseCLIOptions(argc, argv, "needle-opt: the needle dialect and passes\n", registry);
+  const mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects())
+    return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, inputPath, outputPath, registry));
+  try {
+    return run(registry, inputPath, outputPath);
+  } catch (const needle::Error &e) {
+    std::fprintf(stderr, "%s: error: %s\n", kTool, e.what());
+    return 1;
+  }
 }

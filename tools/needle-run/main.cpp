@@ -9,6 +9,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Json.h"
+#include "Support/Limits.h"
 #include "Support/Text.h"
 
 #include "mlir/IR/Verifier.h"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <numeric>
@@ -62,14 +64,34 @@ std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
   return text + "}\n";
 }
 
+/// Fails before any work when --logits or --embedding would overwrite an input or each other.
+void checkOutputPaths(const CommandLine &cl, const std::vector<std::string> &inputs) {
+  const std::optional<std::string> logits = cl.value("logits"), embedding = cl.value("embedding");
+  if (logits && embedding && sameFile(*logits, *embedding))
+    fail("--logits and --embedding: both name {}; give each its own file", *logits);
+  for (const std::optional<std::string> &output : {logits, embedding})
+    for (const std::string &input : inputs)
+      if (output)
+        checkNotInput(*output, input, output == logits ? "--logits" : "--embedding");
+}
+
+/// A NaN or infinity is never a result: it would print as invalid JSON and mislead.
+void checkFinite(const Outputs &out) {
+  auto finite = [](const Vec &values) {
+    return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+  };
+  if (!finite(out.logits) || !finite(out.embedding) || !std::isfinite(out.confidence))
+    fail("the model computed a NaN or infinite output (its weights or parameters overflow float32)");
+}
+
 /// Writes --logits and --embedding (both or neither appear) and prints the report.
 void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, double seconds = -1) {
+  checkFinite(out);
   std::vector<std::unique_ptr<PendingOutput>> outputs;
   auto stage = [&](const char *flag, const Vec &values) {
     if (auto path = cl.value(flag)) {
       outputs.push_back(std::make_unique<PendingOutput>(*path, PendingOutput::Kind::File));
-      writeFile(outputs.back()->staging(),
-                std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
+      outputs.back()->write(std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
     }
   };
   stage("logits", out.logits);
@@ -81,24 +103,26 @@ void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, dou
 
 /// Evaluates needle-dialect IR token by token with the weights file it names; `seconds` gets the
 /// evaluation time.
-Outputs runIr(const std::string &path, const std::vector<int32_t> &tokens, double &seconds) {
+Outputs runIr(const CommandLine &cl, const std::string &path, const std::vector<int32_t> &tokens, double &seconds) {
   mlir::MLIRContext context;
   loadNeedleDialects(context);
   llvm::SourceMgr sources;
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream(diagnostics);
   mlir::SourceMgrDiagnosticHandler handler(sources, &context, diagnosticStream);
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    fail("{}: cannot open: {}", path, buffer.getError().message());
-  sources.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  const std::vector<uint8_t> bytes = readFile(path, kMaxIrBytes);
+  const llvm::StringRef text(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  checkIrNesting(text, path);
+  sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, path), llvm::SMLoc());
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module || mlir::failed(mlir::verify(*module))) {
     diagnosticStream.flush();
     std::string first = diagnostics.substr(0, diagnostics.find('\n'));
     fail("{}", first.empty() ? path + ": not valid needle IR" : first);
   }
-  const Model weights = loadModel(moduleWeightsPath(*module, fs::path(path).parent_path()));
+  const fs::path weightsPath = moduleWeightsPath(*module, fs::path(path).parent_path());
+  checkOutputPaths(cl, {weightsPath.string()});
+  const Model weights = loadModel(weightsPath);
   IrEvaluator evaluator(*module, weights);
   const auto start = std::chrono::steady_clock::now();
   evaluator.feed(tokens);
@@ -122,12 +146,16 @@ int run(int argc, char **argv) {
   if (!cl.has("tokens"))
     fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
   const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
+  std::vector<std::string> inputs = {input};
+  if (auto lora = cl.value("lora"))
+    inputs.push_back(*lora);
+  checkOutputPaths(cl, inputs);
   if (fs::path(input).extension() == ".mlir") {
     for (const char *flag : {"layers", "lora", "codebook"})
       if (cl.has(flag))
         fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
     double seconds = -1;
-    const Outputs out = runIr(input, tokens, seconds);
+    const Outputs out = runIr(cl, input, tokens, seconds);
     writeOutputs(cl, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
     return 0;
   }

@@ -109,7 +109,9 @@ int run(int argc, char **argv) {
     if (*rank < 1 || *rank > 1024)
       fail("--lora-adapter: rank {} is outside 1..1024", *rank);
     PendingOutput output(out, PendingOutput::Kind::File);
-    writeAdapter(config, *rank, static_cast<uint64_t>(seed), init == SynthInit::Needle, output.staging());
+    output.writeWith([&](const fs::path &staging) {
+      writeAdapter(config, *rank, static_cast<uint64_t>(seed), init == SynthInit::Needle, staging);
+    });
     output.commit();
     return 0;
   }
@@ -121,11 +123,11 @@ int run(int argc, char **argv) {
     quantizeModel(model, codebook);
   if (fs::path(out).extension() == ".needle") {
     PendingOutput output(out, PendingOutput::Kind::File);
-    writeNeedleModel(model, output.staging());
+    output.writeWith([&](const fs::path &staging) { writeNeedleModel(model, staging); });
     output.commit();
   } else {
     PendingOutput output(out, PendingOutput::Kind::Directory);
-    writeSafetensorsModel(model, output.staging());
+    output.writeWith([&](const fs::path &staging) { writeSafetensorsModel(model, staging); });
     output.commit();
   }
   return 0;

@@ -7,6 +7,7 @@
 #include "Model/Prepare.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
+#include "Support/CaptureStderr.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
@@ -21,12 +22,9 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <functional>
 #include <optional>
 
 namespace fs = std::filesystem;
@@ -100,29 +98,6 @@ private:
   int64_t &count_;
 };
 
-/// Runs `parse` with file descriptor 2 sent to a temporary file, and returns what it wrote:
-/// llvm::cl reports a bad option value straight to stderr, and needlec's errors are one line.
-std::string capturingStderr(const std::function<void()> &parse) {
-  std::FILE *capture = std::tmpfile();
-  if (!capture) {
-    parse();
-    return "";
-  }
-  std::fflush(stderr);
-  const int saved = dup(2);
-  dup2(fileno(capture), 2);
-  parse();
-  llvm::errs().flush();
-  dup2(saved, 2);
-  close(saved);
-  std::string text;
-  std::rewind(capture);
-  for (int c; (c = std::fgetc(capture)) != EOF;)
-    text += static_cast<char>(c);
-  std::fclose(capture);
-  return text;
-}
-
 /// Registers MLIR's pass-manager, timing and printing flags (and the pass names they may
 /// name) and parses the --mlir-* arguments.
 void parseMlirFlags(const std::vector<std::string> &args) {
@@ -140,6 +115,7 @@ void parseMlirFlags(const std::vector<std::string> &args) {
   std::string errors;
   llvm::raw_string_ostream stream(errors);
   bool parsed = false;
+  // llvm::cl reports a bad option value straight to stderr, and needlec's errors are one line.
   const std::string printed = capturingStderr(
       [&] { parsed = llvm::cl::ParseCommandLineOptions(static_cast<int>(argv.size()), argv.data(), "", &stream); });
   if (!parsed) {
@@ -229,13 +205,18 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
   if (out == "-") {
     std::fputs(text.c_str(), stdout);
   } else {
+    // Both outputs are staged (and checked) before either is moved into place, so a failure
+    // leaves neither behind.
+    PendingOutput output(out, PendingOutput::Kind::File);
     std::optional<PendingOutput> weightsOutput;
     if (weights.write) {
+      checkNotInput(*weights.write, input, "-o (the weights written beside the IR)");
+      if (options.lora)
+        checkNotInput(*weights.write, *options.lora, "-o (the weights written beside the IR)");
       weightsOutput.emplace(*weights.write, PendingOutput::Kind::File);
-      writeFile(weightsOutput->staging(), serializeNeedle(model));
+      weightsOutput->write(serializeNeedle(model));
     }
-    PendingOutput output(out, PendingOutput::Kind::File);
-    writeFile(output.staging(), text);
+    output.write(text);
     if (weightsOutput)
       weightsOutput->commit();
     output.commit();
@@ -261,8 +242,8 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
   const std::string headerName = base.filename().string() + ".h";
   const CppModel cpp = needle::emitCpp(*module, model, cl.value("name").value_or("needle_model"), headerName);
   PendingOutput source(out + ".cpp", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
-  writeFile(source.staging(), cpp.source);
-  writeFile(header.staging(), cpp.header);
+  source.write(cpp.source);
+  header.write(cpp.header);
   header.commit();
   source.commit();
   if (cl.has("stats"))
@@ -280,7 +261,7 @@ void emitNeedle(const CommandLine &cl, const std::string &input, const std::stri
   applyMaxSeq(cl, model, transformed);
   const std::vector<uint8_t> bytes = serializeNeedle(model);
   PendingOutput output(out, PendingOutput::Kind::File);
-  writeFile(output.staging(), bytes);
+  output.write(bytes);
   output.commit();
   if (cl.has("stats")) {
     printStats(model, bytes.size());
@@ -323,6 +304,13 @@ int run(int argc, char **argv) {
   const std::string out = cl.value("o").value_or("");
   if (out.empty())
     fail("-o: missing; say where to write the output");
+  for (const std::string &written : emit == "cpp" ? std::vector{out + ".cpp", out + ".h"} : std::vector{out}) {
+    if (written == "-")
+      continue;
+    checkNotInput(written, input, "-o");
+    if (auto lora = cl.value("lora"))
+      checkNotInput(written, *lora, "-o");
+  }
 
   PrepareOptions options;
   options.layers = cl.integer("layers");

@@ -8,6 +8,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include "Quant/Cq.h"
+#include "Support/Limits.h"
 #include "Support/RoundUp.h"
 
 using namespace mlir;
@@ -152,6 +153,27 @@ LogicalResult verifyLanes(Operation *op, Value lanes) {
 
 } // namespace
 
+LogicalResult needle::ir::verifyBoundedTensors(Operation *op) {
+  auto check = [&](Type type) -> LogicalResult {
+    ArrayRef<int64_t> shape;
+    if (auto cq = dyn_cast<CqType>(type))
+      shape = cq.getShape();
+    else if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && tensor.hasStaticShape())
+      shape = tensor.getShape();
+    if (shape.size() > needle::kMaxTensorRank || needle::elementCountWithin(shape) < 0)
+      return op->emitOpError("has a tensor of more than ")
+             << needle::kMaxTensorElements << " elements or " << needle::kMaxTensorRank << " dimensions: " << type;
+    return success();
+  };
+  for (Type type : op->getOperandTypes())
+    if (failed(check(type)))
+      return failure();
+  for (Type type : op->getResultTypes())
+    if (failed(check(type)))
+      return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Weights and CQ
 //===----------------------------------------------------------------------===//
@@ -189,8 +211,8 @@ LogicalResult CqMatmulOp::verify() {
 
 LogicalResult HadamardOp::verify() {
   const int64_t group = getGroup();
-  if (group < 1 || (group & (group - 1)))
-    return emitOpError("group must be a power of two, got ") << group;
+  if (group < 1 || (group & (group - 1)) || group > needle::kMaxTensorElements)
+    return emitOpError("group must be a power of two up to ") << needle::kMaxTensorElements << ", got " << group;
   return expectLength(*this, getResult(), needle::roundUp(length(getInput()), group), "result");
 }
 

@@ -18,6 +18,18 @@
 #define GET_TYPEDEF_CLASSES
 #include "Needle/IR/NeedleOpsTypes.h.inc"
 
+namespace needle::ir {
+
+/// Fails when an operand or result type of `op` has more elements than a tensor may have.
+mlir::LogicalResult verifyBoundedTensors(mlir::Operation *op);
+
+template <typename ConcreteType> class BoundedTensors : public mlir::OpTrait::TraitBase<ConcreteType, BoundedTensors> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyBoundedTensors(op); }
+};
+
+} // namespace needle::ir
+
 #define GET_OP_CLASSES
 #include "Needle/IR/NeedleOps.h.inc"
 

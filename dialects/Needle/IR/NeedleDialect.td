@@ -25,6 +25,14 @@ def Needle_Dialect : Dialect {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
-class Needle_Op<string mnemonic, list<Trait> traits = []> : Op<Needle_Dialect, mnemonic, traits>;
+// Every tensor an op takes or gives is within needle's size limit (kMaxTensorElements in
+// compiler/Support/Limits.h), so no verified IR makes a fold, a pass or the evaluator allocate
+// without bound.
+def Needle_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
+  let cppNamespace = "::needle::ir";
+}
+
+class Needle_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Needle_Dialect, mnemonic, !listconcat(traits, [Needle_BoundedTensors])>;
 
 #endif // NEEDLE_DIALECT_TD

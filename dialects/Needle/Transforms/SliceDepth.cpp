@@ -43,9 +43,11 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Module-level errors go to the module's location without the op: emitting them on the
+    // module would attach the whole module as a note.
     auto orderAttr = module->getAttrOfType<DenseI64ArrayAttr>(kLadderOrderAttr);
     if (!orderAttr) {
-      module.emitError("needle-slice-depth: the module has no ") << kLadderOrderAttr;
+      mlir::emitError(module.getLoc(), "needle-slice-depth: the module has no ") << kLadderOrderAttr;
       return signalPassFailure();
     }
     const std::vector<int64_t> order(orderAttr.asArrayRef().begin(), orderAttr.asArrayRef().end());
@@ -56,12 +58,12 @@ struct SliceDepthPass : needle::impl::SliceDepthBase<SliceDepthPass> {
     std::sort(sorted.begin(), sorted.end());
     for (int64_t i = 0; i < layers; ++i)
       if (sorted[i] != i || layers != blockCount) {
-        module.emitError("needle-slice-depth: ")
+        mlir::emitError(module.getLoc(), "needle-slice-depth: ")
             << kLadderOrderAttr << " must be a permutation of the " << blockCount << " block ids";
         return signalPassFailure();
       }
     if (std::optional<std::string> problem = needle::depthProblem(depth, layers)) {
-      module.emitError("needle-slice-depth: ") << *problem;
+      mlir::emitError(module.getLoc(), "needle-slice-depth: ") << *problem;
       return signalPassFailure();
     }
     const std::vector<int64_t> kept = needle::keptBlocks(order, depth);

@@ -81,7 +81,7 @@ func.func @cq_matmul_table(%w: !needle.cq<2, 128, [2, 6, 128]>, %x: tensor<128xf
 // -----
 
 func.func @hadamard_group(%x: tensor<128xf32>) {
-  // expected-error @+1 {{'needle.hadamard' op group must be a power of two, got 96}}
+  // expected-error @+1 {{'needle.hadamard' op group must be a power of two up to 268435456, got 96}}
   %r = needle.hadamard %x {group = 96} : (tensor<128xf32>) -> tensor<128xf32>
   return
 }

@@ -67,9 +67,11 @@
 // CHECK-SAME: {eps = 9.99999997E-7 : f32, pad = 0 : i64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, i32, tensor<3x2x8xf32>, tensor<3x2xf32>, tensor<2x8xf32>, tensor<2x3x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
 // CHECK-NEXT: return %[[M]], %[[CONF]] : tensor<8xf32>, tensor<1xf32>
 
-// The pass reports a bad depth at the module.
-// DEPTH1: slice-depth.mlir:[[#@LINE+2]]:1: error: needle-slice-depth: depth 1 is outside 2..3{{$}}
-// DEPTH4: slice-depth.mlir:[[#@LINE+1]]:1: error: needle-slice-depth: depth 4 is outside 2..3{{$}}
+// The pass reports a bad depth at the module: needle-opt's contract line, then MLIR's diagnostic.
+// DEPTH1: needle-opt: error: {{.*}}slice-depth.mlir:[[#@LINE+4]]:1: needle-slice-depth: depth 1 is outside 2..3{{$}}
+// DEPTH1-NEXT: slice-depth.mlir:[[#@LINE+3]]:1: error: needle-slice-depth: depth 1 is outside 2..3{{$}}
+// DEPTH4: needle-opt: error: {{.*}}slice-depth.mlir:[[#@LINE+2]]:1: needle-slice-depth: depth 4 is outside 2..3{{$}}
+// DEPTH4-NEXT: slice-depth.mlir:[[#@LINE+1]]:1: error: needle-slice-depth: depth 4 is outside 2..3{{$}}
 module attributes {needle.ladder_order = array<i64: 0, 2, 1>} {
   func.func @step(%l0: tensor<4x8xf32>, %tok: i32, %pos: i32, %x0: tensor<8xf32>) -> (tensor<8xf32>, tensor<1xf32>) {
     %l1, %c1 = needle.block %l0, %tok, %pos {id = 0, source = 4, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
