@@ -36,6 +36,10 @@ const char *Value::kindName(Kind kind) {
 namespace {
 
 constexpr int kMaxDepth = 64;
+// A parsed value takes ~100 bytes whatever its text, so "[0,0,0,...]" would cost 50 times its
+// size; counting values bounds the tree (~200 MB at most). A config has a few hundred values,
+// the safetensors header of a 1024-block model about half a million.
+constexpr size_t kMaxValues = size_t(1) << 20;
 
 class Parser {
 public:
@@ -88,6 +92,8 @@ private:
   Value parseValue(int depth) {
     if (depth > kMaxDepth)
       error("nesting is too deep");
+    if (++values_ > kMaxValues)
+      error(fmt::format("more than {} values", kMaxValues));
     skipSpace();
     Value value;
     switch (peek()) {
@@ -333,6 +339,7 @@ private:
   std::string_view text_;
   std::string_view source_;
   size_t pos_ = 0;
+  size_t values_ = 0;
 };
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "Support/Error.h"
 #include "Support/Half.h"
 #include "Support/Json.h"
+#include "Support/Limits.h"
 #include "Support/RoundUp.h"
 
 #include <gtest/gtest.h>
@@ -49,6 +50,43 @@ TEST(Json, RejectsMalformedInputWithPosition) {
 TEST(Json, SerializeRoundTrips) {
   const char *text = R"({"a":[1,2.5,"q\"x"],"b":{"c":false,"d":null}})";
   EXPECT_EQ(json::serialize(json::parse(text, "src")), text);
+}
+
+std::string nestingError(std::string_view text) {
+  try {
+    checkIrNesting(text, "ir");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Limits, ElementCountWithinStopsAtTheLimitAndOnOverflow) {
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{}), 1);
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{3, 0, int64_t(1) << 62}), 0);
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{1 << 14, 1 << 14}), int64_t(1) << 28);
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{(1 << 14) + 1, 1 << 14}), -1);
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}, INT64_MAX), -1);
+  EXPECT_EQ(elementCountWithin(std::vector<int64_t>{4, -1}), -1);
+}
+
+TEST(Limits, IrNestingCountsBracketsButNotArrowsStringsOrComments) {
+  const std::string deep = std::string(kMaxIrNesting, '(');
+  EXPECT_EQ(nestingError(deep), "");
+  EXPECT_EQ(nestingError("\n" + deep + "<"), "ir: line 2: brackets nest more than 64 deep; needle IR never does");
+  // Arrows, comparisons, strings and comments open nothing; closing brackets free their level.
+  const std::string closing = std::string(kMaxIrNesting, ')');
+  EXPECT_EQ(nestingError(deep + " -> >= <= \"((((\\\"((\" // {{{{\n" + closing + deep), "");
+  EXPECT_NE(nestingError(deep + ")" + "[<"), "");
+}
+
+TEST(Error, MessagesAreOneShortLine) {
+  EXPECT_EQ(Error(std::string("key \0\n\x7f", 7)).what(), std::string("key \\x00\\x0a\\x7f"));
+  const std::string message = Error("a" + std::string(10000, 'b') + "z").what();
+  EXPECT_LE(message.size(), 600u);
+  EXPECT_EQ(message.front(), 'a');
+  EXPECT_EQ(message.back(), 'z');
+  EXPECT_NE(message.find("[... 9452 characters ...]"), std::string::npos) << message;
 }
 
 TEST(RoundUp, RoundsToWholeUnits) {
