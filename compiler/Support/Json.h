@@ -15,6 +15,14 @@ class Value {
 public:
   enum class Kind { Null, Bool, Number, String, Array, Object };
 
+  // Declared here, and the destructor defined after the class: clang (C++20, libstdc++) would
+  // otherwise instantiate pair<string, Value> while Value is still incomplete.
+  Value() = default;
+  Value(const Value &) = default;
+  Value(Value &&) noexcept = default;
+  Value &operator=(const Value &) = default;
+  Value &operator=(Value &&) noexcept = default;
+
   Kind kind = Kind::Null;
   bool boolean = false;
   double number = 0;
@@ -24,9 +32,13 @@ public:
   std::vector<Value> items;                           // Array
   std::vector<std::pair<std::string, Value>> members; // Object, in file order
 
+  ~Value();
+
   const Value *find(std::string_view key) const;
   static const char *kindName(Kind kind);
 };
+
+inline Value::~Value() = default;
 
 /// Parses `text`; errors read "<source>: line L, column C: <problem>".
 Value parse(std::string_view text, std::string_view source);
