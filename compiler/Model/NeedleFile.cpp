@@ -76,8 +76,19 @@ flatbuffers::Offset<fb::Config> buildConfig(flatbuffers::FlatBufferBuilder &b, c
   return cb.Finish();
 }
 
+/// FlatBuffers' verifier aligns a vector's length field, not its 8-byte elements, so a crafted
+/// file can misalign them: read each element bytewise.
 template <typename T> std::vector<int64_t> longs(const flatbuffers::Vector<T> *v) {
-  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>{};
+  std::vector<int64_t> out;
+  if (!v)
+    return out;
+  out.reserve(v->size());
+  for (uint32_t i = 0; i < v->size(); ++i) {
+    T value;
+    std::memcpy(&value, v->Data() + size_t(i) * sizeof(T), sizeof(T));
+    out.push_back(flatbuffers::EndianScalar(value));
+  }
+  return out;
 }
 
 Config readConfig(const fb::Config *c, std::string_view source) {
