@@ -17,3 +17,7 @@ BUILD_DIR=build-sanitize scripts/build.sh -DNEEDLE_SANITIZE=ON
 # manual poisoning off keeps every real ASan check.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_poisoning=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest --output-on-failure -j2)
+
+# Coverage-guided fuzzing of every input reader and of the emitted runtime, 30 s per target
+# (docs/reliability.md).
+scripts/fuzz.sh 30

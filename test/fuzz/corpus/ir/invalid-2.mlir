@@ -1,0 +1,3 @@
+
+func.func @dims(%w: !needle.cq<2, 128, [0, 128]>) { return }
+

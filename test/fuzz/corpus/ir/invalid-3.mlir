@@ -1,0 +1,6 @@
+
+func.func @weight_name() {
+  %w = needle.weight "" : tensor<4xf32>
+  return
+}
+
