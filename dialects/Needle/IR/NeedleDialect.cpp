@@ -358,8 +358,8 @@ LogicalResult AttentionOp::verify() {
   if (length(getQuery()) % getHeads() || length(getValue()) % getKvHeads())
     return emitOpError("query and value must split evenly into heads");
   const int64_t headDim = length(getQuery()) / getHeads(), valueDim = length(getValue()) / getKvHeads();
-  return expectShapes(*this,
-                      {{getKey(), {getKvHeads() * headDim}, "key"}, {getResult(), {getHeads() * valueDim}, "result"}});
+  return expectShapes(*this, {{getKey(), {static_cast<int64_t>(getKvHeads()) * headDim}, "key"},
+                              {getResult(), {static_cast<int64_t>(getHeads()) * valueDim}, "result"}});
 }
 
 LogicalResult ResidualGateOp::verify() { return expectLength(*this, getGate(), 1, "gate"); }
@@ -398,13 +398,17 @@ LogicalResult BlockOp::verify() {
     return emitOpError("id and source must be non-negative");
   if (getEngramSiteAttr() && getEngramSiteAttr().getInt() < 0)
     return emitOpError("engram_site must be non-negative");
-  if (failed(expectLength(*this, getCell(), shapeOf(getLanes())[1], "cell")))
-    return failure();
+  return expectLength(*this, getCell(), shapeOf(getLanes())[1], "cell");
+}
+
+// After the body's ops are verified: before, an attention without its window attribute (or a
+// yield without its operands) would be read here unchecked.
+LogicalResult BlockOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 3 || body.getArgument(0).getType() != getLanes().getType() ||
       body.getArgument(1).getType() != getToken().getType() || body.getArgument(2).getType() != getPosition().getType())
     return emitOpError("body must take (lanes, token, position) of the op's operand types");
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(body.back());
   if (!yield)
     return emitOpError("body must end in needle.yield");
   if (yield.getLanes().getType() != getResult().getType() || yield.getCell().getType() != getCell().getType())

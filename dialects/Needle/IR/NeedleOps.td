@@ -302,6 +302,8 @@ def Needle_BlockOp : Needle_Op<"block", [IsolatedFromAbove, SingleBlock, Needle_
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results) $body";
   let hasVerifier = 1;
+  // The body's checks read its ops, so they run once those ops are verified.
+  let hasRegionVerifier = 1;
 }
 
 def Needle_YieldOp : Needle_Op<"yield", [Pure, Terminator, HasParent<"BlockOp">]> {

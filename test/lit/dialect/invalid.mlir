@@ -487,10 +487,11 @@ func.func @block_result(%l: tensor<4x8xf32>, %t: i32) {
 
 // -----
 
+// A block's body is verified before the block reads it: a foreign terminator fails first.
 func.func @block_terminator(%l: tensor<4x8xf32>, %t: i32) {
-  // expected-error @+1 {{'needle.block' op body must end in needle.yield}}
   %l2, %c = needle.block %l, %t, %t {id = 0, source = 0, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
   ^bb0(%a: tensor<4x8xf32>, %b: i32, %p: i32):
+    // expected-error @+1 {{'func.return' op expects parent op 'func.func'}}
     func.return
   }
   return
