@@ -710,6 +710,125 @@ inline void head_embedding(const float *pooled, const float *proj, int64_t out_d
     out[i] *= inverse;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Flat entry points: where an op's kernel takes a struct, a condition or a value behind a
+// pointer, these take only pointers and scalars, so the C++ and the object printers call every
+// kernel of @step the same way (codegen/Lower/KernelProgram.h).
+// ---------------------------------------------------------------------------------------------
+
+/// head_pool_add for a position whose token is not the head's pad token.
+inline void head_pool_add_unless_pad(int32_t token, int64_t pad, float *state, int64_t rows, int64_t probes, int64_t d,
+                                     const float *const *cells, const float *probe_vectors) {
+  if (token != pad)
+    head_pool_add(state, rows, probes, d, cells, probe_vectors);
+}
+
+/// out[0] = head_confidence(..., bias[0], ...).
+inline void head_confidence_into(const float *pooled, const float *proj, const float *bias, int64_t width, float *out) {
+  out[0] = head_confidence(pooled, proj, bias[0], width);
+}
+
+/// residual_gate with its gate read from gate[0].
+inline void residual_gate_from(const float *x, const float *a, const float *norm, const float *gate, int64_t n,
+                               float eps, float *out) {
+  residual_gate(x, a, norm, gate[0], n, eps, out);
+}
+
+/// out = RoPE(in) at position t; out may equal in.
+inline void rope_into(const float *in, float *out, int64_t heads, int64_t d, int64_t t, double theta) {
+  if (out != in)
+    std::memmove(out, in, static_cast<size_t>(heads * d) * sizeof(float));
+  rope(out, heads, d, t, theta);
+}
+
+/// kron_mlp with its weights as arguments, in KronMlp's field order.
+inline void kron_mlp_flat(int64_t d_model, int64_t n, int64_t ba, int64_t bb, const float *norm, const float *w1a,
+                          const float *w2a, const float *w3a, const float *w1b, const float *w2b, const float *w3b,
+                          const float *d1, const float *d2, const float *b2, const float *d3, const float *d4,
+                          const float *cond_v, const float *cond_u, const int32_t *p1, const int32_t *p2,
+                          const float *x1, float eps, float *scratch, float *out) {
+  const KronMlp w = {d_model, n,  ba, bb, norm, w1a, w2a,    w3a,    w1b, w2b,
+                     w3b,     d1, d2, b2, d3,   d4,  cond_v, cond_u, p1,  p2};
+  kron_mlp(w, x1, eps, scratch, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The session behind the C interface (docs/c-interface.md), shared by both backends: the
+// emitted model supplies its facts and its step; these check the arguments and keep the header.
+// ---------------------------------------------------------------------------------------------
+
+/// What the interface needs to know of a compiled model. Offsets are bytes into the arena.
+struct ModelFacts {
+  int64_t arena_size, arena_align, outputs_end, max_seq_len, vocab_size, embedding_dim;
+  int64_t logits, confidence, embedding;
+  float confidence_bias;
+};
+
+/// One token through the model: writes its outputs and state into the arena.
+using StepFunction = void (*)(unsigned char *arena, int32_t token, int64_t t);
+
+/// The header's NEEDLE_* status codes.
+enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
+
+/// The session's header, at the start of its arena.
+struct SessionHeader {
+  int64_t position; // tokens held
+};
+
+// The header, every op's state and the outputs are zeroed; the KV, tap and token rings are only
+// ever read at positions written since.
+inline void session_reset(const ModelFacts &m, void *arena) {
+  if (arena)
+    std::memset(arena, 0, static_cast<size_t>(m.outputs_end));
+}
+
+inline void *session_open(const ModelFacts &m, void *arena, size_t size) {
+  if (!arena || size < static_cast<size_t>(m.arena_size) ||
+      reinterpret_cast<uintptr_t>(arena) % static_cast<uintptr_t>(m.arena_align))
+    return nullptr;
+  session_reset(m, arena);
+  return arena;
+}
+
+// Every token is checked before any is fed, so an error leaves the session as it was.
+inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, const int32_t *tokens, size_t n) {
+  if (!arena || (!tokens && n))
+    return status_err_arg;
+  for (size_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= m.vocab_size)
+      return status_err_token;
+  SessionHeader *h = static_cast<SessionHeader *>(arena);
+  if (n > static_cast<size_t>(m.max_seq_len - h->position))
+    return status_err_full;
+  for (size_t i = 0; i < n; ++i)
+    step(static_cast<unsigned char *>(arena), tokens[i], h->position++);
+  return status_ok;
+}
+
+inline const float *session_logits(const ModelFacts &m, const void *arena) {
+  return arena ? reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.logits) : nullptr;
+}
+
+inline float session_confidence(const ModelFacts &m, const void *arena) {
+  if (!arena)
+    return 0.0f;
+  if (static_cast<const SessionHeader *>(arena)->position == 0) // before any token: sigmoid of the bias
+    return sigmoid(m.confidence_bias);
+  return *reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.confidence);
+}
+
+inline int session_embedding(const ModelFacts &m, const void *arena, float *out) {
+  if (!arena || !out)
+    return status_err_arg;
+  std::memcpy(out, static_cast<const unsigned char *>(arena) + m.embedding,
+              static_cast<size_t>(m.embedding_dim) * sizeof(float));
+  return status_ok;
+}
+
+inline size_t session_position(const void *arena) {
+  return arena ? static_cast<size_t>(static_cast<const SessionHeader *>(arena)->position) : 0;
+}
+
 } // namespace needle_rt
 
 #endif // NEEDLE_RUNTIME_H

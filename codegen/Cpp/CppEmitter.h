@@ -1,10 +1,8 @@
-// The C++ printer: a planned module (needle-plan-session has run) over its model file becomes
-// one standalone C++17 source and the C header of docs/c-interface.md.
+// The C++ printer: a KernelProgram becomes one standalone C++17 source and the C header of
+// docs/c-interface.md.
 #pragma once
 
-#include "Model/Model.h"
-
-#include "mlir/IR/BuiltinOps.h"
+#include "codegen/Lower/KernelProgram.h"
 
 #include <string>
 
@@ -15,8 +13,11 @@ struct CppModel {
   std::string source; // OUT.cpp: the runtime, the weights, @step and the C interface
 };
 
-/// Prints `module` (planned) with the weights of `model`. `name` prefixes every exported
-/// symbol; `headerName` is what the source #includes.
-CppModel emitCpp(mlir::ModuleOp module, const Model &model, const std::string &name, const std::string &headerName);
+/// Prints `program`. `name` prefixes every exported symbol; `headerName` is what the source
+/// #includes.
+CppModel emitCpp(const KernelProgram &program, const std::string &name, const std::string &headerName);
+
+/// The C header of a model named `name`: the same for every backend.
+std::string emitHeader(const std::string &name);
 
 } // namespace needle

@@ -12,6 +12,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "codegen/Cpp/CppEmitter.h"
+#include "codegen/Lower/Lower.h"
 #include "codegen/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -240,7 +241,8 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
   const PipelineFigures figures = runPipeline(*module, std::nullopt, true);
   const fs::path base(out);
   const std::string headerName = base.filename().string() + ".h";
-  const CppModel cpp = needle::emitCpp(*module, model, cl.value("name").value_or("needle_model"), headerName);
+  const KernelProgram program = lowerToKernelCalls(*module, model, "--emit cpp");
+  const CppModel cpp = needle::emitCpp(program, cl.value("name").value_or("needle_model"), headerName);
   PendingOutput source(out + ".cpp", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
   source.write(cpp.source);
   header.write(cpp.header);

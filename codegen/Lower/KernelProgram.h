@@ -1,0 +1,80 @@
+// What the lowering both backends share produces (codegen/Lower/Lower.h): @step as a straight
+// list of calls to the runtime's kernels (runtime/needle_runtime.h) on arena offsets, weight
+// offsets and literals, plus the read-only data and the facts of the C interface. The C++ printer
+// prints it as source, the object printer as LLVM IR; neither looks at the needle ops again.
+// Plain data, no MLIR: the printers that only read it stay cheap to compile.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace needle {
+
+/// One argument of a kernel call. The kind says what it is and, for scalars, its C type.
+struct KernelArg {
+  enum class Kind {
+    Arena,       // pointer: arena + offset, elements of `element`
+    Weight,      // pointer: weights + offset, elements of `element`
+    Codebook,    // pointer: the f32 codebook of `value` bits
+    Constant,    // pointer: the f32 constant array number `value`
+    Int64List,   // pointer: a read-only int64_t array, `ints`
+    PointerList, // pointer: an array of the pointers `pointers` (Arena or Weight)
+    Null,        // pointer: null
+    I32,         // int32_t `value`
+    I64,         // int64_t `value`
+    F32,         // float `real`
+    F64,         // double `real`
+    Token,       // int32_t: the token @step is called with
+    Position,    // int64_t: its position t
+  };
+  Kind kind;
+  int64_t value = 0;
+  double real = 0;
+  std::string element = "float"; // float, int32_t, uint8_t or uint16_t
+  std::vector<int64_t> ints;
+  std::vector<KernelArg> pointers;
+
+  static KernelArg arena(int64_t offset, std::string element = "float") {
+    return {Kind::Arena, offset, 0, std::move(element), {}, {}};
+  }
+  static KernelArg weight(int64_t offset, std::string element = "float") {
+    return {Kind::Weight, offset, 0, std::move(element), {}, {}};
+  }
+  static KernelArg of(Kind kind, int64_t value = 0) { return {kind, value, 0, "float", {}, {}}; }
+  static KernelArg i64(int64_t value) { return of(Kind::I64, value); }
+  static KernelArg i32(int64_t value) { return of(Kind::I32, value); }
+  static KernelArg f32(float real) { return {Kind::F32, 0, real, "float", {}, {}}; }
+  static KernelArg f64(double real) { return {Kind::F64, 0, real, "float", {}, {}}; }
+  bool isPointer() const { return kind <= Kind::Null; }
+};
+
+/// needle_rt::<kernel>(args...): one call of @step. An empty kernel is a comment line.
+struct KernelCall {
+  std::string kernel;
+  std::vector<KernelArg> args;
+  std::string comment;
+};
+
+/// The C interface's facts: needle_rt::ModelFacts and NAME_info_t.
+struct ModelFacts {
+  int64_t arenaSize = 0, arenaAlign = 0, outputsEnd = 0, maxSeqLen = 0, vocabSize = 0, embeddingDim = 0;
+  int64_t logits = 0, confidence = 0, embedding = 0;
+  float confidenceBias = 0;
+  int64_t dModel = 0, numLayers = 0;
+  std::vector<int32_t> sourceBlocks;
+};
+
+struct KernelProgram {
+  std::vector<KernelCall> step;                // void step(unsigned char *arena, int32_t token, int64_t t)
+  std::vector<uint8_t> weights;                // every tensor 64-byte aligned (kWeightAlign)
+  std::map<int, std::vector<float>> codebooks; // by bits
+  std::vector<std::vector<float>> constants;   // f32 arrays
+  ModelFacts facts;
+};
+
+/// Alignment of each tensor in KernelProgram::weights, and of the weights themselves.
+inline constexpr int64_t kWeightAlign = 64;
+
+} // namespace needle

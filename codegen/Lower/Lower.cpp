@@ -1,0 +1,408 @@
+#include "codegen/Lower/Lower.h"
+#include "codegen/Transforms/SessionNeeds.h"
+
+#include "Import/WeightBinding.h"
+#include "Needle/IR/NeedleDialect.h"
+#include "Support/Error.h"
+#include "Support/RoundUp.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace needle::ir;
+
+namespace needle {
+
+namespace {
+
+using Arg = KernelArg;
+using Kind = KernelArg::Kind;
+
+int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+Arg f32(APFloat value) { return Arg::f32(value.convertToFloat()); }
+
+class Lowering {
+public:
+  Lowering(ModuleOp module, const Model &model, std::string backend)
+      : module_(module), model_(model), binding_(model), backend_(std::move(backend)) {}
+
+  KernelProgram run();
+
+private:
+  template <typename... Args> [[noreturn]] void error(fmt::format_string<Args...> format, Args &&...args) {
+    fail("{}: {}", backend_, fmt::format(format, std::forward<Args>(args)...));
+  }
+  void call(std::string kernel, std::vector<Arg> args) {
+    program_.step.push_back({std::move(kernel), std::move(args), {}});
+  }
+
+  // Operands as kernel arguments.
+  Arg ref(Value v);
+  int64_t bufferOf(Value v);
+  int64_t addWeight(const void *data, size_t bytes);
+  Arg weight(Value v, const char *element = "float");
+  struct Cq {
+    Arg packed, norms, codebook, bits;
+    int64_t rows, cols;
+  };
+  Cq cq(Value v);
+  Arg constant(arith::ConstantOp op);
+  std::pair<int64_t, int64_t> slot(Operation *op, StringRef attr);
+
+  void lowerBlock(Block &block);
+  void lowerOp(Operation &op);
+  void lowerHead(HeadOp op);
+  void lowerEngram(EngramGatherOp op);
+  void lowerInterface();
+
+  ModuleOp module_;
+  const Model &model_;
+  WeightBinding binding_;
+  std::string backend_;
+  KernelProgram program_;
+  std::map<std::string, int64_t> weightOffsets_; // by tensor name and head rows
+  llvm::DenseMap<Operation *, int64_t> constantIndex_;
+  int64_t maxSeqLen_ = 0; // the plan's: it sized the KV rings
+};
+
+int64_t Lowering::bufferOf(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto block = dyn_cast<BlockOp>(arg.getOwner()->getParentOp());
+    if (!block || arg.getArgNumber() != 0)
+      error("internal: a tensor block argument outside needle.block");
+    return bufferOf(block.getLanes());
+  }
+  auto buffers = v.getDefiningOp()->getAttrOfType<DenseI64ArrayAttr>("needle.buffers");
+  if (!buffers)
+    error("{} has no arena buffer; run needle-plan-session first", v.getDefiningOp()->getName().getStringRef().str());
+  return buffers[cast<OpResult>(v).getResultNumber()];
+}
+
+Arg Lowering::ref(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto block = dyn_cast<BlockOp>(arg.getOwner()->getParentOp()))
+      return ref(block->getOperand(arg.getArgNumber()));
+    if (!isa<IntegerType>(v.getType()))
+      error("@step may take only the token and the position");
+    return Arg::of(arg.getArgNumber() == 0 ? Kind::Token : Kind::Position);
+  }
+  Operation *def = v.getDefiningOp();
+  if (isa<WeightOp>(def))
+    return weight(v);
+  if (auto op = dyn_cast<arith::ConstantOp>(def))
+    return constant(op);
+  return Arg::arena(bufferOf(v));
+}
+
+int64_t Lowering::addWeight(const void *data, size_t bytes) {
+  std::vector<uint8_t> &blob = program_.weights;
+  blob.resize(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign), 0);
+  const int64_t offset = static_cast<int64_t>(blob.size());
+  const auto *begin = static_cast<const uint8_t *>(data);
+  blob.insert(blob.end(), begin, begin + bytes);
+  return offset;
+}
+
+Arg Lowering::weight(Value v, const char *element) {
+  auto op = v.getDefiningOp<WeightOp>();
+  std::string key = binding_.tensorName(op);
+  if (op.getRows())
+    for (int64_t row : op.getRowsAttr().asArrayRef())
+      key += fmt::format(",{}", row);
+  auto [it, inserted] = weightOffsets_.try_emplace(key, 0);
+  if (inserted) {
+    if (cast<RankedTensorType>(op.getType()).getElementType().isInteger(32)) {
+      const std::vector<int32_t> ints = binding_.ints(op);
+      it->second = addWeight(ints.data(), ints.size() * sizeof(int32_t));
+    } else {
+      const std::vector<float> floats = binding_.floats(op);
+      it->second = addWeight(floats.data(), floats.size() * sizeof(float));
+    }
+  }
+  return Arg::weight(it->second, element);
+}
+
+Lowering::Cq Lowering::cq(Value v) {
+  auto op = v.getDefiningOp<WeightOp>();
+  if (!op)
+    error("a CQ operand must come from needle.weight");
+  const Tensor &t = binding_.tensor(op);
+  auto [it, inserted] = weightOffsets_.try_emplace(binding_.tensorName(op), 0);
+  if (inserted) {
+    it->second = addWeight(t.packed.data(), t.packed.size());
+    addWeight(t.norms.data(), t.norms.size() * sizeof(uint16_t));
+  }
+  const int64_t normsOffset = roundUp(it->second + static_cast<int64_t>(t.packed.size()), kWeightAlign);
+  return {Arg::weight(it->second, "uint8_t"),
+          Arg::weight(normsOffset, "uint16_t"),
+          Arg::of(Kind::Codebook, t.bits),
+          Arg::i32(t.bits),
+          t.rows(),
+          t.cols()};
+}
+
+Arg Lowering::constant(arith::ConstantOp op) {
+  auto [it, inserted] = constantIndex_.try_emplace(op, static_cast<int64_t>(program_.constants.size()));
+  if (inserted) {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense || !dense.getElementType().isF32())
+      error("only f32 tensor constants are supported");
+    auto values = dense.getValues<float>();
+    program_.constants.emplace_back(values.begin(), values.end());
+  }
+  return Arg::of(Kind::Constant, it->second);
+}
+
+std::pair<int64_t, int64_t> Lowering::slot(Operation *op, StringRef attr) {
+  auto pair = op->getAttrOfType<DenseI64ArrayAttr>(attr);
+  if (!pair || pair.size() != 2)
+    error("{} has no {}; run needle-plan-session first", op->getName().getStringRef().str(), attr.str());
+  return {pair[0], pair[1]};
+}
+
+void Lowering::lowerBlock(Block &block) {
+  for (Operation &op : block)
+    lowerOp(op);
+}
+
+void Lowering::lowerHead(HeadOp op) {
+  const ArrayRef<int64_t> probes = shapeOf(op.getProbes());
+  const int64_t rows = probes[0], count = probes[1], d = probes[2], queries = shapeOf(op.getQuery())[0];
+  const int64_t state = slot(op, "needle.state").first, scratch = slot(op, "needle.scratch").first;
+  Arg cells = Arg::of(Kind::PointerList);
+  for (Value cell : op.getCells())
+    cells.pointers.push_back(ref(cell));
+  call("head_pool_add_unless_pad", {ref(op.getToken()), Arg::i64(op.getPad()), Arg::arena(state), Arg::i64(rows),
+                                    Arg::i64(count), Arg::i64(d), cells, ref(op.getProbes())});
+  const Arg pooled = Arg::arena(scratch + 2 * rows * count * static_cast<int64_t>(sizeof(float)));
+  call("head_pool_finish",
+       {Arg::arena(state), Arg::i64(rows), Arg::i64(count), Arg::i64(d), ref(op.getGain()), ref(op.getQuery()),
+        ref(op.getRowBias()), Arg::i64(queries), f32(op.getEps()), Arg::arena(scratch), pooled});
+  if (op.getKind() == HeadKind::Confidence)
+    call("head_confidence_into",
+         {pooled, ref(op.getProj()), ref(op.getBias()), Arg::i64(queries * d), ref(op.getResult())});
+  else
+    call("head_embedding",
+         {pooled, ref(op.getProj()), Arg::i64(lengthOf(op.getResult())), Arg::i64(queries * d), ref(op.getResult())});
+}
+
+void Lowering::lowerEngram(EngramGatherOp op) {
+  const auto [state, bytes] = slot(op, "needle.state");
+  const Arg ring = Arg::arena(state, "int32_t"), capacity = Arg::i64(bytes / static_cast<int64_t>(sizeof(int32_t)));
+  Arg orders = Arg::of(Kind::Int64List);
+  orders.ints.assign(op.getOrders().begin(), op.getOrders().end());
+  const Arg orderCount = Arg::i64(static_cast<int64_t>(orders.ints.size())), heads = Arg::i64(op.getHeads());
+  const Arg t = Arg::of(Kind::Position);
+  call("engram_remember", {ring, capacity, t, ref(op.getToken())});
+  if (isa<CqType>(op.getTables().getType())) {
+    const Cq w = cq(op.getTables());
+    const ArrayRef<int64_t> tables = cast<CqType>(op.getTables().getType()).getShape();
+    call("engram_gather", {ring, capacity, t, orders, orderCount, heads, w.packed, w.norms, w.codebook, w.bits,
+                           Arg::i64(tables[1]), Arg::i64(tables[2]), ref(op.getResult())});
+  } else {
+    const ArrayRef<int64_t> tables = shapeOf(op.getTables());
+    call("engram_gather_f32", {ring, capacity, t, orders, orderCount, heads, ref(op.getTables()), Arg::i64(tables[1]),
+                               Arg::i64(tables[2]), ref(op.getResult())});
+  }
+}
+
+void Lowering::lowerOp(Operation &operation) {
+  auto i64 = Arg::i64;
+  llvm::TypeSwitch<Operation *>(&operation)
+      .Case<WeightOp, arith::ConstantOp, YieldOp>([](Operation *) {})
+      .Case([&](CqGatherOp op) {
+        const Cq w = cq(op.getTable());
+        call("cq_row", {w.packed, w.norms, w.codebook, w.bits, ref(op.getIndex()), i64(w.cols), ref(op.getResult())});
+      })
+      .Case([&](HadamardOp op) {
+        call("hadamard", {ref(op.getInput()), i64(lengthOf(op.getInput())), i64(op.getGroup()), ref(op.getResult())});
+      })
+      .Case([&](CqMatmulOp op) {
+        const Cq w = cq(op.getWeight());
+        call("cq_matvec", {w.packed, w.norms, w.codebook, w.bits, i64(w.rows), i64(w.cols), ref(op.getInput()),
+                           ref(op.getResult())});
+      })
+      .Case([&](MatmulOp op) {
+        if (!op.getMatrix().getDefiningOp<WeightOp>())
+          error("needle.matmul of a computed matrix; run the pipeline (needle-fuse-cq-matmul) first");
+        call("matvec", {ref(op.getMatrix()), i64(shapeOf(op.getMatrix())[0]), i64(shapeOf(op.getMatrix())[1]),
+                        ref(op.getInput()), ref(op.getResult())});
+      })
+      .Case([&](EngramGatherOp op) { lowerEngram(op); })
+      .Case([&](GatherOp op) {
+        call("gather_row",
+             {ref(op.getTable()), i64(shapeOf(op.getTable())[1]), ref(op.getIndex()), ref(op.getResult())});
+      })
+      .Case([&](UnpadRowsOp op) {
+        call("unpad_rows",
+             {ref(op.getInput()), i64(op.getRows()), i64(lengthOf(op.getInput()) / static_cast<int64_t>(op.getRows())),
+              i64(op.getWidth()), ref(op.getResult())});
+      })
+      .Case([&](ScaleOp op) {
+        call("scale", {ref(op.getInput()), i64(lengthOf(op.getInput())), f32(op.getFactor()), ref(op.getResult())});
+      })
+      .Case([&](LanesInitOp op) {
+        call("lanes_init", {ref(op.getInput()), i64(lengthOf(op.getInput())), ref(op.getResult())});
+      })
+      .Case([&](LaneNormOp op) {
+        call("lane_norm", {ref(op.getLanes()), i64(shapeOf(op.getLanes())[1]), f32(op.getEps()), ref(op.getResult())});
+      })
+      .Case([&](MhcGatesOp op) {
+        call("mhc_gates", {ref(op.getPre()), ref(op.getPost()), ref(op.getRes()), ref(op.getA()), ref(op.getBPre()),
+                           ref(op.getBPost()), ref(op.getBRes()), i64(op.getPosition()), ref(op.getHPre()),
+                           ref(op.getHPost()), ref(op.getMix())});
+      })
+      .Case([&](LaneReadOp op) {
+        call("lane_read", {ref(op.getLanes()), i64(shapeOf(op.getLanes())[1]), ref(op.getHPre()), ref(op.getResult())});
+      })
+      .Case([&](LaneWriteOp op) {
+        call("lane_write", {ref(op.getLanes()), i64(shapeOf(op.getLanes())[1]), ref(op.getHPost()), ref(op.getMix()),
+                            ref(op.getUpdate()), ref(op.getResult())});
+      })
+      .Case([&](LaneMeanOp op) {
+        call("lane_mean", {ref(op.getLanes()), i64(shapeOf(op.getLanes())[1]), ref(op.getResult())});
+      })
+      .Case([&](EngramGateOp op) {
+        call("engram_gate", {ref(op.getU()), ref(op.getKey()), ref(op.getValue()), i64(lengthOf(op.getU())),
+                             f32(op.getEps()), ref(op.getResult())});
+      })
+      .Case([&](CausalTapsOp op) {
+        const int64_t count = shapeOf(op.getTaps())[0];
+        const Arg ring = count > 1 ? Arg::arena(slot(op, "needle.state").first) : Arg::of(Kind::Null);
+        call("causal_taps", {ref(op.getInput()), i64(lengthOf(op.getInput())), ref(op.getTaps()), i64(count),
+                             i64(op.getStride()), ring, Arg::of(Kind::Position), ref(op.getResult())});
+      })
+      .Case([&](ZcNormOp op) {
+        call("zc_norm", {ref(op.getInput()), ref(op.getScale()), i64(lengthOf(op.getInput())), i64(op.getHeads()),
+                         f32(op.getEps()), ref(op.getResult())});
+      })
+      .Case([&](RopeOp op) {
+        const int64_t n = lengthOf(op.getInput()), heads = op.getHeads();
+        call("rope_into", {ref(op.getInput()), ref(op.getResult()), i64(heads), i64(n / heads), ref(op.getPosition()),
+                           Arg::f64(op.getTheta().convertToDouble())});
+      })
+      .Case([&](AttentionOp op) {
+        const int64_t state = slot(op, "needle.state").first, scratch = slot(op, "needle.scratch").first;
+        const int64_t heads = op.getHeads(), kvHeads = op.getKvHeads();
+        const int64_t kWidth = lengthOf(op.getKey()), capacity = kvCapacity(op.getWindow(), maxSeqLen_);
+        call("attention", {ref(op.getQuery()), ref(op.getKey()), ref(op.getValue()), i64(heads), i64(kvHeads),
+                           i64(lengthOf(op.getQuery()) / heads), i64(lengthOf(op.getValue()) / kvHeads),
+                           i64(op.getWindow()), i64(capacity), Arg::of(Kind::Position), Arg::arena(state),
+                           Arg::arena(state + capacity * kWidth * static_cast<int64_t>(sizeof(float))),
+                           Arg::arena(scratch), ref(op.getResult())});
+      })
+      .Case([&](SigmoidGateOp op) {
+        call("sigmoid_gate",
+             {ref(op.getInput()), ref(op.getGate()), i64(lengthOf(op.getInput())), ref(op.getResult())});
+      })
+      .Case([&](ResidualGateOp op) {
+        call("residual_gate_from", {ref(op.getInput()), ref(op.getUpdate()), ref(op.getNorm()), ref(op.getGate()),
+                                    i64(lengthOf(op.getInput())), f32(op.getEps()), ref(op.getResult())});
+      })
+      .Case([&](KronMlpOp op) {
+        call("kron_mlp_flat", {i64(lengthOf(op.getInput())),
+                               i64(lengthOf(op.getD1())),
+                               i64(shapeOf(op.getW1a())[0]),
+                               i64(shapeOf(op.getW1b())[0]),
+                               ref(op.getNorm()),
+                               ref(op.getW1a()),
+                               ref(op.getW2a()),
+                               ref(op.getW3a()),
+                               ref(op.getW1b()),
+                               ref(op.getW2b()),
+                               ref(op.getW3b()),
+                               ref(op.getD1()),
+                               ref(op.getD2()),
+                               ref(op.getB2()),
+                               ref(op.getD3()),
+                               ref(op.getD4()),
+                               ref(op.getCondV()),
+                               ref(op.getCondU()),
+                               weight(op.getP1(), "int32_t"),
+                               weight(op.getP2(), "int32_t"),
+                               ref(op.getInput()),
+                               f32(op.getEps()),
+                               Arg::arena(slot(op, "needle.scratch").first),
+                               ref(op.getResult())});
+      })
+      .Case([&](BlockUpdateOp op) {
+        call("block_update",
+             {ref(op.getX1()), ref(op.getMlp()), ref(op.getU()), i64(lengthOf(op.getX1())), ref(op.getResult())});
+      })
+      .Case([&](BlockOp op) {
+        program_.step.push_back({"",
+                                 {},
+                                 fmt::format("block {} (source block {}{})", op.getId(), op.getSource(),
+                                             op.getGlobal() ? ", global" : "")});
+        Block &body = op.getBody().front();
+        lowerBlock(body);
+        // The planner gives a block's results the buffers of what it yields.
+        auto yield = cast<YieldOp>(body.getTerminator());
+        if (bufferOf(yield.getLanes()) != bufferOf(op.getResult()) ||
+            bufferOf(yield.getCell()) != bufferOf(op.getCell()))
+          error("internal: a block's results are not planned in what it yields");
+      })
+      .Case([&](HeadOp op) { lowerHead(op); })
+      .Case([&](func::ReturnOp op) {
+        program_.facts.logits = bufferOf(op.getOperand(0));
+        program_.facts.confidence = bufferOf(op.getOperand(1));
+        program_.facts.embedding = bufferOf(op.getOperand(2));
+      })
+      .Default([&](Operation *op) {
+        error("{} has no kernel; run the pipeline first", op->getName().getStringRef().str());
+      });
+}
+
+void Lowering::lowerInterface() {
+  const Config &c = model_.config;
+  auto arena = module_->getAttrOfType<DictionaryAttr>(kArenaAttr);
+  auto get = [&](const char *key) { return cast<IntegerAttr>(arena.get(key)).getInt(); };
+  ModelFacts &f = program_.facts;
+  f.arenaSize = get("size");
+  f.arenaAlign = get("align");
+  f.outputsEnd = get("outputs_end");
+  f.maxSeqLen = c.maxSeqLen;
+  f.vocabSize = c.vocabSize;
+  f.embeddingDim = c.embeddingDim;
+  f.confidenceBias = model_.floats("confidence.bias")[0];
+  f.dModel = c.dModel;
+  f.numLayers = c.numLayers;
+  for (int64_t source : c.sources())
+    f.sourceBlocks.push_back(static_cast<int32_t>(source));
+  for (NamedAttribute book : module_->getAttrOfType<DictionaryAttr>(kCodebooksAttr)) {
+    const int bits = std::stoi(book.getName().getValue().drop_front(2).str());
+    const ArrayRef<float> values = cast<DenseF32ArrayAttr>(book.getValue()).asArrayRef();
+    program_.codebooks[bits].assign(values.begin(), values.end());
+  }
+}
+
+KernelProgram Lowering::run() {
+  auto step = module_.lookupSymbol<func::FuncOp>("step");
+  if (!step)
+    error("the module has no func.func @step");
+  auto maxSeq = module_->getAttrOfType<IntegerAttr>(kMaxSeqLenAttr);
+  if (!module_->getAttrOfType<DictionaryAttr>(kArenaAttr) || !maxSeq)
+    error("the module has no {}; run needle-plan-session first", kArenaAttr);
+  maxSeqLen_ = maxSeq.getInt();
+  // The weights' layout follows program order, not the order a call's arguments are evaluated in.
+  step.walk([&](WeightOp op) {
+    if (isa<CqType>(op.getType()))
+      cq(op.getResult());
+    else
+      weight(op.getResult());
+  });
+  lowerBlock(step.getBody().front());
+  lowerInterface();
+  return std::move(program_);
+}
+
+} // namespace
+
+KernelProgram lowerToKernelCalls(ModuleOp module, const Model &model, const std::string &backend) {
+  return Lowering(module, model, backend).run();
+}
+
+} // namespace needle
