@@ -13,6 +13,7 @@
 #include "Support/Files.h"
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/Lower.h"
+#include "codegen/Object/ObjectEmitter.h"
 #include "codegen/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -24,6 +25,8 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <cctype>
 #include <cstdio>
 #include <optional>
@@ -39,16 +42,6 @@ void checkName(const std::string &name) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!ok)
     fail("--name: \"{}\" is not a C identifier", name);
-}
-
-void checkTarget(const std::string &target) {
-  static const char *known[] = {"host", "x86_64", "aarch64", "armv7", "riscv64", "wasm32"};
-  for (const char *name : known)
-    if (target == name)
-      return;
-  // Anything else must look like an LLVM triple: arch-vendor-os[-env].
-  if (std::count(target.begin(), target.end(), '-') < 2)
-    fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple", target);
 }
 
 void applyMaxSeq(const CommandLine &cl, Model &model, bool &transformed) {
@@ -226,30 +219,103 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
     printPipelineFigures(figures);
 }
 
-/// OUT.cpp + OUT.h: the model through the pipeline, printed as standalone C++.
-void emitCpp(const CommandLine &cl, const std::string &input, const std::string &out, const PrepareOptions &options) {
+/// The model through the pipeline, lowered to kernel calls: what both code printers print.
+KernelProgram compileProgram(const CommandLine &cl, const std::string &input, const PrepareOptions &options,
+                             const std::string &backend, std::vector<PhaseTime> &times) {
   if (cl.has("passes"))
     fail("--passes: only meaningful with --emit mlir");
-  if (out == "-")
-    fail("-o -: --emit cpp writes OUT.cpp and OUT.h; give a path");
+  auto start = std::chrono::steady_clock::now();
+  auto done = [&](const char *phase) {
+    const auto now = std::chrono::steady_clock::now();
+    times.push_back({phase, std::chrono::duration<double>(now - start).count()});
+    start = now;
+  };
   bool transformed = false;
   Model model = prepareModel(input, options, &transformed);
   applyMaxSeq(cl, model, transformed);
+  done("load and prepare the model");
   mlir::MLIRContext context;
   loadNeedleDialects(context);
   mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, input);
   const PipelineFigures figures = runPipeline(*module, std::nullopt, true);
-  const fs::path base(out);
-  const std::string headerName = base.filename().string() + ".h";
-  const KernelProgram program = lowerToKernelCalls(*module, model, "--emit cpp");
+  done("import and pass pipeline");
+  KernelProgram program = lowerToKernelCalls(*module, model, backend);
+  done("lower to kernel calls");
+  if (cl.has("stats"))
+    printPipelineFigures(figures);
+  return program;
+}
+
+void printPhaseTimes(const std::vector<PhaseTime> &times) {
+  double total = 0;
+  for (const PhaseTime &time : times) {
+    std::printf("time: %-40s %8.3f s\n", time.phase.c_str(), time.seconds);
+    total += time.seconds;
+  }
+  std::printf("time: %-40s %8.3f s\n", "total", total);
+}
+
+/// OUT.cpp + OUT.h: the model printed as standalone C++.
+void emitCpp(const CommandLine &cl, const std::string &input, const std::string &out, const PrepareOptions &options) {
+  if (out == "-")
+    fail("-o -: --emit cpp writes OUT.cpp and OUT.h; give a path");
+  std::vector<PhaseTime> times;
+  const KernelProgram program = compileProgram(cl, input, options, "--emit cpp", times);
+  const std::string headerName = fs::path(out).filename().string() + ".h";
   const CppModel cpp = needle::emitCpp(program, cl.value("name").value_or("needle_model"), headerName);
   PendingOutput source(out + ".cpp", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
   source.write(cpp.source);
   header.write(cpp.header);
   header.commit();
   source.commit();
-  if (cl.has("stats"))
-    printPipelineFigures(figures);
+}
+
+/// OUT.o + OUT.h (--emit obj), OUT.ll (--emit llvm) or OUT.s (--emit asm) for the target.
+void emitObjectFile(const CommandLine &cl, const std::string &input, const std::string &out,
+                    const PrepareOptions &options, const std::string &emit) {
+  const ObjectOutput output =
+      emit == "obj" ? ObjectOutput::Object : emit == "llvm" ? ObjectOutput::LlvmIr : ObjectOutput::Assembly;
+  if (out == "-" && output == ObjectOutput::Object)
+    fail("-o -: --emit obj writes OUT.o and OUT.h; give a path");
+  const TargetSpec target = resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""),
+                                          cl.value("mattr").value_or(""));
+  std::vector<PhaseTime> times;
+  const KernelProgram program = compileProgram(cl, input, options, "--emit " + emit, times);
+  const std::string name = cl.value("name").value_or("needle_model");
+  const std::string bytes = emitObject(program, target, output, name, &times);
+  if (out == "-") {
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+  } else if (output == ObjectOutput::Object) {
+    PendingOutput object(out + ".o", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
+    object.write(bytes);
+    header.write(emitHeader(name));
+    header.commit();
+    object.commit();
+  } else {
+    PendingOutput text(out + (output == ObjectOutput::LlvmIr ? ".ll" : ".s"), PendingOutput::Kind::File);
+    text.write(bytes);
+    text.commit();
+  }
+  if (cl.has("stats")) {
+    std::printf("target: %s (cpu %s, features %s)\n", target.triple.c_str(), target.cpu.c_str(),
+                target.features.empty() ? "none" : target.features.c_str());
+    printPhaseTimes(times);
+  }
+}
+
+/// The files --emit KIND writes for -o OUT.
+std::vector<std::string> outputsOf(const std::string &emit, const std::string &out) {
+  if (out == "-")
+    return {};
+  if (emit == "cpp")
+    return {out + ".cpp", out + ".h"};
+  if (emit == "obj")
+    return {out + ".o", out + ".h"};
+  if (emit == "llvm")
+    return {out + ".ll"};
+  if (emit == "asm")
+    return {out + ".s"};
+  return {out};
 }
 
 void emitNeedle(const CommandLine &cl, const std::string &input, const std::string &out,
@@ -280,7 +346,10 @@ int run(int argc, char **argv) {
   CommandLine cl("needlec", "needlec MODEL [options] -o OUT",
                  {{"layers", "N", "ladder depth to compile (default: all blocks)"},
                   {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
-                  {"emit", "KIND", "obj (default), cpp, needle, mlir or llvm"},
+                  {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
+                  {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
+                  {"emit", "KIND",
+                   "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm (OUT.ll), asm (OUT.s), needle or mlir"},
                   {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
                   {"name", "NAME", "C symbol prefix (default needle_model)"},
                   {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
@@ -295,20 +364,19 @@ int run(int argc, char **argv) {
   parseMlirFlags(cl.passedThrough());
   const std::string input = cl.onlyPositional("MODEL");
   const std::string emit = cl.value("emit").value_or("obj");
-  if (emit == "obj" || emit == "llvm")
-    fail("--emit {}: not implemented yet in this build (it comes with the object backend); "
-         "--emit cpp, --emit needle and --emit mlir work",
-         emit);
-  if (emit != "needle" && emit != "mlir" && emit != "cpp")
-    fail("--emit: \"{}\" is not obj, cpp, needle, mlir or llvm", emit);
-  checkTarget(cl.value("target").value_or("host"));
+  static const std::set<std::string> kinds = {"obj", "cpp", "llvm", "asm", "needle", "mlir"};
+  if (!kinds.count(emit))
+    fail("--emit: \"{}\" is not obj, cpp, llvm, asm, needle or mlir", emit);
+  const bool object = emit == "obj" || emit == "llvm" || emit == "asm";
+  for (const char *flag : {"mcpu", "mattr"})
+    if (cl.has(flag) && !object)
+      fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
+  resolveTarget(cl.value("target").value_or("host"), "", ""); // a bad --target fails first, whatever --emit
   checkName(cl.value("name").value_or("needle_model"));
   const std::string out = cl.value("o").value_or("");
   if (out.empty())
     fail("-o: missing; say where to write the output");
-  for (const std::string &written : emit == "cpp" ? std::vector{out + ".cpp", out + ".h"} : std::vector{out}) {
-    if (written == "-")
-      continue;
+  for (const std::string &written : outputsOf(emit, out)) {
     checkNotInput(written, input, "-o");
     if (auto lora = cl.value("lora"))
       checkNotInput(written, *lora, "-o");
@@ -324,6 +392,8 @@ int run(int argc, char **argv) {
     emitMlir(cl, input, out, options);
   else if (emit == "cpp")
     emitCpp(cl, input, out, options);
+  else if (object)
+    emitObjectFile(cl, input, out, options, emit);
   else
     emitNeedle(cl, input, out, options);
   return 0;

@@ -1,0 +1,134 @@
+#include "targets/Targets.h"
+
+#include "Support/Error.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/ARMTargetParser.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <array>
+
+namespace needle {
+
+namespace {
+
+/// The named targets: a triple and the CPU and features a product for it can assume.
+struct NamedTarget {
+  const char *name, *triple, *cpu, *features;
+};
+// x86_64 assumes only the x86-64 baseline (SSE2), like a C compiler; --mcpu x86-64-v3 or
+// --mattr +avx2,+fma opt in to more. armv7 assumes NEON (every Cortex-A7 and later has it).
+constexpr std::array kNamedTargets = {
+    NamedTarget{"x86_64", "x86_64-unknown-linux-gnu", "x86-64", ""},
+    NamedTarget{"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon"},
+    NamedTarget{"armv7", "armv7-unknown-linux-gnueabihf", "generic", "+armv7-a,+neon"},
+    NamedTarget{"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c"},
+    NamedTarget{"wasm32", "wasm32-unknown-wasi", "generic", "+simd128"},
+};
+
+/// The runtime bitcode that serves `triple`'s architecture.
+RuntimeArch archOf(const llvm::Triple &triple, const std::string &name) {
+  switch (triple.getArch()) {
+  case llvm::Triple::x86_64:
+    return RuntimeArch::X86_64;
+  case llvm::Triple::aarch64:
+    return RuntimeArch::AArch64;
+  case llvm::Triple::arm:
+  case llvm::Triple::thumb:
+    return RuntimeArch::Arm;
+  case llvm::Triple::riscv64:
+    return RuntimeArch::RiscV64;
+  case llvm::Triple::wasm32:
+    return RuntimeArch::Wasm32;
+  default:
+    fail("--target: \"{}\" has architecture \"{}\", which needlec has no runtime for "
+         "(supported: x86_64, aarch64, arm/thumb, riscv64, wasm32; --emit cpp serves any other)",
+         name, triple.getArchName().str());
+  }
+}
+
+/// The CPU and features an arbitrary triple of `arch` gets by default.
+std::pair<std::string, std::string> defaultsFor(const llvm::Triple &triple, RuntimeArch arch) {
+  switch (arch) {
+  case RuntimeArch::X86_64:
+    return {"x86-64", ""};
+  case RuntimeArch::AArch64:
+    return {"generic", "+neon"};
+  case RuntimeArch::Arm: // the architecture's own default: cortex-m4 for thumbv7em, ...
+    return {llvm::ARM::getARMCPUForArch(triple).str(), ""};
+  case RuntimeArch::RiscV64:
+    return {"generic-rv64", "+m,+a,+f,+d,+c"};
+  case RuntimeArch::Wasm32:
+    return {"generic", "+simd128"};
+  }
+  return {};
+}
+
+std::string joinFeatures(const std::string &base, const std::string &extra) {
+  if (base.empty() || extra.empty())
+    return base + extra;
+  return base + "," + extra;
+}
+
+std::string hostFeatures() {
+  std::string features;
+  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+    if (enabled)
+      features = joinFeatures(features, "+" + feature.str());
+  return features;
+}
+
+} // namespace
+
+TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const std::string &mattr) {
+  TargetSpec spec;
+  spec.name = name;
+  std::string cpu, features;
+  if (name == "host") {
+    spec.triple = llvm::sys::getProcessTriple();
+    cpu = llvm::sys::getHostCPUName().str();
+    features = hostFeatures();
+  } else {
+    for (const NamedTarget &target : kNamedTargets)
+      if (name == target.name) {
+        spec.triple = target.triple;
+        cpu = target.cpu;
+        features = target.features;
+      }
+    if (spec.triple.empty()) {
+      if (std::count(name.begin(), name.end(), '-') < 2)
+        fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple "
+             "(arch-vendor-os[-env])",
+             name);
+      spec.triple = llvm::Triple::normalize(name);
+    }
+  }
+  const llvm::Triple triple(spec.triple);
+  spec.arch = archOf(triple, name);
+  if (cpu.empty()) // a triple: its architecture's defaults
+    std::tie(cpu, features) = defaultsFor(triple, spec.arch);
+  spec.cpu = mcpu.empty() ? cpu : mcpu;
+  spec.features = joinFeatures(features, mattr);
+  if (spec.arch == RuntimeArch::RiscV64)
+    spec.abi = spec.features.find("+d") != std::string::npos ? "lp64d" : "lp64";
+  return spec;
+}
+
+const char *runtimeArchName(RuntimeArch arch) {
+  switch (arch) {
+  case RuntimeArch::X86_64:
+    return "x86_64";
+  case RuntimeArch::AArch64:
+    return "aarch64";
+  case RuntimeArch::Arm:
+    return "arm";
+  case RuntimeArch::RiscV64:
+    return "riscv64";
+  case RuntimeArch::Wasm32:
+    return "wasm32";
+  }
+  return "";
+}
+
+} // namespace needle
