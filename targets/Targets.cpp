@@ -7,6 +7,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <algorithm>
 #include <array>
 
 namespace needle {
@@ -81,6 +82,16 @@ std::string hostFeatures() {
 
 } // namespace
 
+void checkTargetName(const std::string &name) {
+  for (const char *known : {"host", "x86_64", "aarch64", "armv7", "riscv64", "wasm32"})
+    if (name == known)
+      return;
+  if (std::count(name.begin(), name.end(), '-') < 2)
+    fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple "
+         "(arch-vendor-os[-env])",
+         name);
+}
+
 TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const std::string &mattr) {
   TargetSpec spec;
   spec.name = name;
@@ -97,10 +108,7 @@ TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const
         features = target.features;
       }
     if (spec.triple.empty()) {
-      if (std::count(name.begin(), name.end(), '-') < 2)
-        fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple "
-             "(arch-vendor-os[-env])",
-             name);
+      checkTargetName(name);
       spec.triple = llvm::Triple::normalize(name);
     }
   }

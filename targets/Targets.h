@@ -23,6 +23,9 @@ struct TargetSpec {
 /// architecture.
 TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const std::string &mattr);
 
+/// Fails unless `name` is a named target or has the shape of a triple (what --emit cpp needs).
+void checkTargetName(const std::string &name);
+
 /// "x86_64", "aarch64", "arm", "riscv64" or "wasm32".
 const char *runtimeArchName(RuntimeArch arch);
 

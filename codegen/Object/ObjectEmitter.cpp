@@ -19,6 +19,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
@@ -37,8 +38,8 @@ namespace {
 namespace LLVM = mlir::LLVM;
 using Kind = KernelArg::Kind;
 
-constexpr const char *kInterfaceFunctions[] = {"info",     "arena_size", "arena_align", "open",      "reset",
-                                               "feed",     "logits",     "confidence",  "embedding", "position"};
+constexpr const char *kInterfaceFunctions[] = {"info", "arena_size", "arena_align", "open",      "reset",
+                                               "feed", "logits",     "confidence",  "embedding", "position"};
 
 /// Times the phases of one emission.
 class PhaseClock {
@@ -56,6 +57,22 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+/// LLVM only warns about (and ignores) a CPU or feature it does not know; needlec refuses them.
+void checkCpuAndFeatures(const llvm::Target &backend, const TargetSpec &target) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info(backend.createMCSubtargetInfo(target.triple, "", ""));
+  if (!target.cpu.empty() && !info->isCPUStringValid(target.cpu))
+    fail("--mcpu: \"{}\" is not a CPU LLVM knows for {}", target.cpu, target.triple);
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::StringRef(target.features).split(features, ',', -1, false);
+  for (llvm::StringRef feature : features) {
+    const bool known = (feature.starts_with("+") || feature.starts_with("-")) &&
+                       llvm::any_of(info->getAllProcessorFeatures(),
+                                    [&](const llvm::SubtargetFeatureKV &kv) { return feature.drop_front() == kv.Key; });
+    if (!known)
+      fail("--mattr: \"{}\" is not a feature LLVM knows for {} (write +name or -name)", feature.str(), target.triple);
+  }
+}
+
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &target) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
@@ -68,6 +85,7 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &targe
   const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(target.triple, error);
   if (!backend)
     fail("--target {}: {}", target.name, error);
+  checkCpuAndFeatures(*backend, target);
   llvm::TargetOptions options;
   options.MCOptions.ABIName = target.abi;
   options.FunctionSections = true; // a linker's --gc-sections can drop what a product never calls
@@ -124,8 +142,8 @@ mlir::Type mlirTypeOf(mlir::MLIRContext &context, llvm::Type *type, const std::s
 class StepBuilder {
 public:
   StepBuilder(mlir::MLIRContext &context, const llvm::Module &runtime, const KernelProgram &program)
-      : context_(context), runtime_(runtime), program_(program), builder_(&context),
-        loc_(builder_.getUnknownLoc()), ptr_(LLVM::LLVMPointerType::get(&context)) {}
+      : context_(context), runtime_(runtime), program_(program), builder_(&context), loc_(builder_.getUnknownLoc()),
+        ptr_(LLVM::LLVMPointerType::get(&context)) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> build();
 
@@ -248,8 +266,7 @@ void StepBuilder::call(const KernelCall &call) {
   LLVM::LLVMFuncOp callee = kernel(call.kernel);
   llvm::ArrayRef<mlir::Type> params = callee.getFunctionType().getParams();
   if (params.size() != call.args.size())
-    fail("internal: kernel {} takes {} arguments, the program passes {}", call.kernel, params.size(),
-         call.args.size());
+    fail("internal: kernel {} takes {} arguments, the program passes {}", call.kernel, params.size(), call.args.size());
   llvm::SmallVector<mlir::Value> args;
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelArg &arg = call.args[i];
@@ -301,10 +318,11 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
     global->setAlignment(llvm::Align(align));
   };
   const std::vector<uint8_t> &weights = program.weights;
-  define("needle_weights",
-         llvm::ConstantDataArray::getRaw(llvm::StringRef(reinterpret_cast<const char *>(weights.data()), weights.size()),
-                                         weights.size(), llvm::Type::getInt8Ty(context)),
-         kWeightAlign);
+  define(
+      "needle_weights",
+      llvm::ConstantDataArray::getRaw(llvm::StringRef(reinterpret_cast<const char *>(weights.data()), weights.size()),
+                                      weights.size(), llvm::Type::getInt8Ty(context)),
+      kWeightAlign);
   for (const auto &[bits, values] : program.codebooks)
     define(fmt::format("needle_codebook{}", bits), constantArray(context, values), 16);
   for (size_t i = 0; i < program.constants.size(); ++i)
@@ -322,17 +340,17 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
     fail("internal: the runtime's needle_rt::ModelFacts is not the ten fields the object printer fills");
   auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
   auto i32 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value); };
-  define("needle_facts",
-         llvm::ConstantStruct::get(factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd),
-                                               i64(f.maxSeqLen), i64(f.vocabSize), i64(f.embeddingDim),
-                                               i64(f.logits), i64(f.confidence), i64(f.embedding),
-                                               llvm::ConstantFP::get(llvm::Type::getFloatTy(context),
-                                                                     static_cast<double>(f.confidenceBias))}),
-         8);
+  define(
+      "needle_facts",
+      llvm::ConstantStruct::get(
+          factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
+                      i64(f.embeddingDim), i64(f.logits), i64(f.confidence), i64(f.embedding),
+                      llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias))}),
+      8);
   std::vector<uint32_t> sources(f.sourceBlocks.begin(), f.sourceBlocks.end());
-  auto *sourceBlocks = new llvm::GlobalVariable(module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()),
-                                                true, llvm::GlobalValue::InternalLinkage,
-                                                constantArray(context, sources), "needle_source_blocks");
+  auto *sourceBlocks = new llvm::GlobalVariable(
+      module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()), true,
+      llvm::GlobalValue::InternalLinkage, constantArray(context, sources), "needle_source_blocks");
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
   if (!infoType || infoType->getNumElements() != 6)
     fail("internal: the runtime's ModelInfo is not the six fields of NAME_info_t");

@@ -23,7 +23,7 @@ oracle_dir = os.path.join(config.needle_source_dir, "test", "oracle")
 config.substitutions.append(("%python", config.python_executable))
 # The system's C and C++ compilers build what needlec emits, as a product would.
 # In the sanitizer build the emitted code runs under ASan + UBSan too (%sanitize, also handed to
-# test/e2e/check_cpp.py).
+# test/e2e/check_backend.py).
 sanitize = "-fsanitize=address,undefined -fno-sanitize-recover=all" if getattr(config, "needle_sanitize", False) else ""
 config.substitutions.append(("%sanitize", sanitize))
 config.substitutions.append(("%plain-cxx", "c++ -std=c++17 -O2 -Wall -Wextra -Werror"))

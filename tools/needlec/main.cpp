@@ -25,11 +25,11 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <algorithm>
-#include <chrono>
-#include <set>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <optional>
+#include <set>
 
 namespace fs = std::filesystem;
 using namespace needle;
@@ -273,12 +273,13 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
 /// OUT.o + OUT.h (--emit obj), OUT.ll (--emit llvm) or OUT.s (--emit asm) for the target.
 void emitObjectFile(const CommandLine &cl, const std::string &input, const std::string &out,
                     const PrepareOptions &options, const std::string &emit) {
-  const ObjectOutput output =
-      emit == "obj" ? ObjectOutput::Object : emit == "llvm" ? ObjectOutput::LlvmIr : ObjectOutput::Assembly;
+  const ObjectOutput output = emit == "obj"    ? ObjectOutput::Object
+                              : emit == "llvm" ? ObjectOutput::LlvmIr
+                                               : ObjectOutput::Assembly;
   if (out == "-" && output == ObjectOutput::Object)
     fail("-o -: --emit obj writes OUT.o and OUT.h; give a path");
-  const TargetSpec target = resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""),
-                                          cl.value("mattr").value_or(""));
+  const TargetSpec target =
+      resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""), cl.value("mattr").value_or(""));
   std::vector<PhaseTime> times;
   const KernelProgram program = compileProgram(cl, input, options, "--emit " + emit, times);
   const std::string name = cl.value("name").value_or("needle_model");
@@ -371,7 +372,11 @@ int run(int argc, char **argv) {
   for (const char *flag : {"mcpu", "mattr"})
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
-  resolveTarget(cl.value("target").value_or("host"), "", ""); // a bad --target fails first, whatever --emit
+  // A bad --target fails first, whatever --emit; only the object backend needs its architecture.
+  if (object)
+    resolveTarget(cl.value("target").value_or("host"), "", "");
+  else
+    checkTargetName(cl.value("target").value_or("host"));
   checkName(cl.value("name").value_or("needle_model"));
   const std::string out = cl.value("o").value_or("");
   if (out.empty())

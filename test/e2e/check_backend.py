@@ -1,13 +1,16 @@
 #!/usr/bin/python3
-"""End to end through --emit cpp for one synthetic model at several depths.
+"""End to end through a backend for one synthetic model at several depths.
 
-  check_cpp.py TOOLS WORK E2E --synth "ARG ..." --layers 2 3 ... [--tokens 1,2,3]
+  check_backend.py TOOLS WORK E2E --synth "ARG ..." --layers 2 3 ... [--tokens 1,2,3]
+                   [--emit cpp | --emit obj --target T --cc "CC" --run "PREFIX"]
 
 Synthesizes the model (needle-synth ARGS), and at each depth: runs the reference interpreter
-(needle-run), compiles the model to C++ (needlec --emit cpp), builds it with the system's C++
-compiler (-Wall -Wextra -Werror) and links it into run_model.c, feeds the tokens one at a time
-and all at once, and compares logits, confidence and embedding with the reference (1e-4, as
-close.py). Prints one line per depth and mode and exits non-zero on any difference or failure.
+(needle-run), compiles the model (needlec --emit cpp: C++ built by the system's C++ compiler with
+-Wall -Wextra -Werror; --emit obj: an object for --target), links it into run_model.c with the
+C compiler (--emit obj: the target's C toolchain, no C++ runtime), runs it (under --run, e.g.
+qemu-user or Node's WASI), feeds the tokens one at a time and all at once, and compares logits,
+confidence and embedding with the reference (1e-4, as close.py). Prints one line per depth and
+mode and exits non-zero on any difference or failure.
 """
 import argparse
 import os
@@ -26,6 +29,11 @@ p.add_argument("--layers", type=int, nargs="+", required=True)
 p.add_argument("--tokens", default="3,1,4,1,5,9,2,6,5,3,5,8,9,7,9,3,2,3,8,4")
 p.add_argument("--tolerance", type=float, default=1e-4)
 p.add_argument("--flags", default="", help="extra compiler and linker flags (the sanitizers)")
+p.add_argument("--emit", choices=["cpp", "obj"], default="cpp")
+p.add_argument("--target", default="host", help="with --emit obj: needlec's --target")
+p.add_argument("--needlec-flags", default="", help="more needlec flags (--mcpu, --mattr)")
+p.add_argument("--cc", default="cc -std=c11 -O1 -Wall -Wextra -Werror", help="the C compiler that builds and links")
+p.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
 args = p.parse_args()
 
 
@@ -56,16 +64,23 @@ for depth in args.layers:
     with open(base + "-ref.json", "w") as report:
         subprocess.run([tool("needle-run"), model, "--layers", str(depth), "--tokens", args.tokens, "--logits",
                         base + "-ref.logits", "--embedding", base + "-ref.emb"], stdout=report, check=True)
-    run(tool("needlec"), model, "--layers", str(depth), "--emit", "cpp", "-o", base)
     flags = shlex.split(args.flags)
-    run("c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-c", base + ".cpp", "-o", base + ".o")
-    run("cc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-DNEEDLE_NAME=needle_model",
-        f'-DNEEDLE_HEADER="{os.path.basename(base)}.h"', "-I", args.work, "-c",
-        os.path.join(args.e2e, "run_model.c"), "-o", base + "-main.o")
-    run("c++", *flags, base + "-main.o", base + ".o", "-o", base + "-run")
+    cc = shlex.split(args.cc)
+    main = [*cc, *flags, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{os.path.basename(base)}.h"', "-I",
+            args.work, "-c", os.path.join(args.e2e, "run_model.c"), "-o", base + "-main.o"]
+    if args.emit == "cpp":
+        run(tool("needlec"), model, "--layers", str(depth), "--emit", "cpp", "-o", base)
+        run("c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-c", base + ".cpp", "-o", base + ".o")
+        run(*main)
+        run("c++", *flags, base + "-main.o", base + ".o", "-o", base + "-run")
+    else:
+        run(tool("needlec"), model, "--layers", str(depth), "--emit", "obj", "--target", args.target,
+            *shlex.split(args.needlec_flags), "-o", base)
+        run(*main)
+        run(*cc, *flags, base + "-main.o", base + ".o", "-lm", "-o", base + "-run")
     ref, ref_logits, ref_emb = outputs(base + "-ref")
     for mode in ("one", "all"):
-        run(base + "-run", mode, args.tokens, f"{base}-{mode}")
+        run(*shlex.split(args.run), base + "-run", mode, args.tokens, f"{base}-{mode}")
         got, logits, emb = outputs(f"{base}-{mode}")
         errors = {"logits": relative(logits, ref_logits), "embedding": relative(emb, ref_emb),
                   "confidence": abs(got["confidence"] - ref["confidence"])}
