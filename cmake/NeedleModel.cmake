@@ -1,11 +1,15 @@
-# needle_add_model(<target> MODEL <path> LAYERS <n> [NAME <name>] [MAX_SEQ <n>])
+# needle_add_model(<target> MODEL <path> LAYERS <n> [NAME <name>] [MAX_SEQ <n>]
+#                  [EMIT obj|cpp] [TARGET <t>] [MCPU <cpu>] [MATTR <features>])
 #
-# Compiles a Needle model with needlec at build time (--emit cpp) and adds a static library
-# <target> holding it; link it and include "<name>.h" (NAME defaults to <target>; it prefixes
-# every symbol, so several models link into one program). needlec is this project's target when
-# it is part of the build, else the program named by NEEDLEC_EXECUTABLE (or found on PATH).
+# Compiles a Needle model with needlec at build time and adds a static library <target> holding
+# it; link it and include "<name>.h" (NAME defaults to <target>; it prefixes every symbol, so
+# several models link into one program). EMIT obj (the default) compiles to one object for
+# TARGET (default host; the product's toolchain must build for the same target) with MCPU and
+# MATTR passed as --mcpu/--mattr; EMIT cpp to standalone C++ that the product's compiler builds.
+# needlec is this project's target when it is part of the build, else the program named by
+# NEEDLEC_EXECUTABLE (or found on PATH).
 function(needle_add_model target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;LAYERS;NAME;MAX_SEQ" "")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;LAYERS;NAME;MAX_SEQ;EMIT;TARGET;MCPU;MATTR" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "needle_add_model: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -34,14 +38,47 @@ function(needle_add_model target)
   else()
     set(model_files ${model})
   endif()
+  if(NOT ARG_EMIT)
+    set(ARG_EMIT obj)
+  endif()
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME})
-  add_custom_command(
-    OUTPUT ${out}.cpp ${out}.h
-    COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit cpp --name ${ARG_NAME} ${max_seq} -o ${out}
-    DEPENDS ${needlec_dependency} ${model_files}
-    COMMENT "needlec: ${ARG_MODEL} at ${ARG_LAYERS} blocks -> ${ARG_NAME}.cpp"
-    VERBATIM)
-  add_library(${target} STATIC ${out}.cpp ${out}.h)
+  if(ARG_EMIT STREQUAL "cpp")
+    if(ARG_TARGET OR ARG_MCPU OR ARG_MATTR)
+      message(FATAL_ERROR "needle_add_model(${target}): TARGET, MCPU and MATTR need EMIT obj")
+    endif()
+    add_custom_command(
+      OUTPUT ${out}.cpp ${out}.h
+      COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit cpp --name ${ARG_NAME} ${max_seq} -o ${out}
+      DEPENDS ${needlec_dependency} ${model_files}
+      COMMENT "needlec: ${ARG_MODEL} at ${ARG_LAYERS} blocks -> ${ARG_NAME}.cpp"
+      VERBATIM)
+    add_library(${target} STATIC ${out}.cpp ${out}.h)
+    set_target_properties(${target} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON LINKER_LANGUAGE CXX)
+  elseif(ARG_EMIT STREQUAL "obj")
+    if(NOT ARG_TARGET)
+      set(ARG_TARGET host)
+    endif()
+    set(cpu_flags)
+    if(ARG_MCPU)
+      list(APPEND cpu_flags --mcpu ${ARG_MCPU})
+    endif()
+    if(ARG_MATTR)
+      list(APPEND cpu_flags --mattr ${ARG_MATTR})
+    endif()
+    add_custom_command(
+      OUTPUT ${out}.o ${out}.h
+      COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit obj --target ${ARG_TARGET} ${cpu_flags}
+              --name ${ARG_NAME} ${max_seq} -o ${out}
+      DEPENDS ${needlec_dependency} ${model_files}
+      COMMENT "needlec: ${ARG_MODEL} at ${ARG_LAYERS} blocks -> ${ARG_NAME}.o (${ARG_TARGET})"
+      VERBATIM)
+    set_source_files_properties(${out}.o PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+    add_library(${target} STATIC ${out}.o ${out}.h)
+    # The object calls libc's memory functions and libm (docs/targets.md).
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+    target_link_libraries(${target} PUBLIC m)
+  else()
+    message(FATAL_ERROR "needle_add_model(${target}): EMIT ${ARG_EMIT} is not obj or cpp")
+  endif()
   target_include_directories(${target} PUBLIC ${CMAKE_CURRENT_BINARY_DIR})
-  set_target_properties(${target} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON LINKER_LANGUAGE CXX)
 endfunction()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the built-in default model: synthesize the needle3 preset (121M parameters,
 # random weights: no real Needle weights are available here), quantize it to CQ, compile it at
-# 8 blocks to standalone C++ with needlec, link it into the example C program (greedy decoding
-# through the C interface), run it, and print what it produced and how fast.
+# 8 blocks with needlec to an object for this machine and to one for aarch64, link each into the
+# example C program (greedy decoding through the C interface), run both (aarch64 under
+# qemu-user), print what they produced and how fast, and check that the two agree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,16 +20,39 @@ ls -l "$work/needle3"
 echo "== needlec: quantize to CQ (embedding=4,mhc=4,default=2)"
 "$bin/needlec" "$work/needle3" --emit needle --stats -o "$work/needle3.needle" | grep -E "parameters|bits|file bytes"
 
-echo "== needlec --emit cpp at 8 blocks, built into examples/greedy_decode.c by needle_add_model()"
+echo "== needlec --emit obj (host) at 8 blocks, linked into examples/greedy_decode.c by needle_add_model()"
 cmake -S examples -B "$work/example" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEEDLE_MODEL="$PWD/$work/needle3.needle" \
   -DNEEDLE_LAYERS=8 -DNEEDLEC_EXECUTABLE="$PWD/$bin/needlec" >/dev/null
 start=$(date +%s%N)
 cmake --build "$work/example"
 echo "compile and build time: $((($(date +%s%N) - start) / 1000000)) ms"
-ls -l "$work/example/model.cpp" "$work/example/greedy_decode"
+ls -l "$work/example/model.o" "$work/example/greedy_decode"
 
-echo "== greedy decoding with the compiled model"
-"$work/example/greedy_decode" "$prompt" 32
+echo "== greedy decoding with the compiled model (host)"
+"$work/example/greedy_decode" "$prompt" 32 | tee "$work/host.txt"
+
+echo "== needlec --target aarch64 at 8 blocks, linked by aarch64-linux-gnu-gcc, run under qemu-aarch64"
+mkdir -p "$work/aarch64"
+"$bin/needlec" "$work/needle3.needle" --layers 8 --target aarch64 --name model --stats -o "$work/aarch64/model" |
+  grep -E "target:|time: total"
+aarch64-linux-gnu-gcc -std=c11 -O2 -I "$work/aarch64" examples/greedy_decode.c "$work/aarch64/model.o" -lm \
+  -o "$work/aarch64/greedy_decode"
+qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+"${qemu[@]}" "$work/aarch64/greedy_decode" "$prompt" 32 | tee "$work/aarch64.txt"
+
+echo "== host and aarch64 agree: the same tokens, and the prompt's outputs within 1e-4"
+if diff <(grep -E "generated|confidence" "$work/host.txt") <(grep -E "generated|confidence" "$work/aarch64.txt"); then
+  echo "same generated tokens and confidence"
+else
+  echo "the generated tokens differ (see above)" && exit 1
+fi
+host_cc=(cc -std=c11 -O2 -DNEEDLE_NAME=model '-DNEEDLE_HEADER="model.h"')
+"${host_cc[@]}" -I "$work/example" test/e2e/run_model.c "$work/example/model.o" -lm -o "$work/run-host"
+aarch64-linux-gnu-gcc "${host_cc[@]:1}" -I "$work/aarch64" test/e2e/run_model.c "$work/aarch64/model.o" -lm \
+  -o "$work/run-aarch64"
+"$work/run-host" all "$prompt" "$work/out-host"
+"${qemu[@]}" "$work/run-aarch64" all "$prompt" "$work/out-aarch64"
+/usr/bin/python3 test/lit/Inputs/close.py "$work/out-aarch64" "$work/out-host"
 
 echo "== the reference interpreter on the prompt (its top token must be the first one generated)"
 "$bin/needle-run" "$work/needle3.needle" --layers 8 --tokens "$prompt" --time
