@@ -37,6 +37,61 @@ size_t needle_abi_position(const void *s) { return needle_rt::session_position(s
 
 } // extern "C"
 
+// Halide kernels (codegen/Halide) take halide_buffer_t descriptions of their arrays: these
+// mirror HalideRuntime.h's (a stable C ABI), and the bridges below describe the runtime's arrays
+// with them. The kernels' strides and extents are fixed when they are generated; the buffers
+// carry the same numbers.
+namespace needle_halide {
+
+struct Dimension {
+  int32_t min, extent, stride;
+  uint32_t flags;
+};
+struct Type {
+  uint8_t code, bits; // code: 0 int, 1 uint, 2 float
+  uint16_t lanes;
+};
+struct Buffer {
+  uint64_t device;
+  const void *device_interface;
+  const void *host;
+  uint64_t flags;
+  Type type;
+  int32_t dimensions;
+  Dimension *dim;
+  void *padding;
+};
+
+inline Buffer buffer(const void *host, Type type, int32_t dimensions, Dimension *dim) {
+  return {0, nullptr, host, 0, type, dimensions, dim, nullptr};
+}
+
+using CqMatvecKernel = int (*)(Buffer *packed, Buffer *norms, Buffer *x_rot, Buffer *y);
+
+/// needle_rt::cq_matvec through a Halide kernel generated for this shape (and its codebook), on
+/// weights in the tiled layout: rows in tiles of `tile`, packed[tile][byte][lane] and
+/// norms[tile][group][lane] (docs/targets.md). Always inlined, so each call names its kernel
+/// directly (wasm32 would otherwise need an indirect function table).
+__attribute__((always_inline)) inline void cq_matvec(CqMatvecKernel kernel, int64_t tile, const uint8_t *packed,
+                                                     const uint16_t *norms, const float *codebook, int bits,
+                                                     int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  (void)codebook; // built into the kernel
+  const auto row_bytes = static_cast<int32_t>(needle_rt::cq_row_bytes(cols, bits));
+  const auto groups = static_cast<int32_t>(needle_rt::cq_groups(cols));
+  const auto lanes = static_cast<int32_t>(tile), tiles = static_cast<int32_t>(rows / tile);
+  Dimension packed_dim[] = {{0, lanes, 1, 0}, {0, row_bytes, lanes, 0}, {0, tiles, lanes * row_bytes, 0}};
+  Dimension norms_dim[] = {{0, lanes, 1, 0}, {0, groups, lanes, 0}, {0, tiles, lanes * groups, 0}};
+  Dimension x_dim[] = {{0, groups * static_cast<int32_t>(needle_rt::cq_group), 1, 0}};
+  Dimension y_dim[] = {{0, static_cast<int32_t>(rows), 1, 0}};
+  Buffer packed_buffer = buffer(packed, {1, 8, 1}, 3, packed_dim);
+  Buffer norms_buffer = buffer(norms, {1, 16, 1}, 3, norms_dim);
+  Buffer x_buffer = buffer(x_rot, {2, 32, 1}, 1, x_dim);
+  Buffer y_buffer = buffer(y, {2, 32, 1}, 1, y_dim);
+  kernel(&packed_buffer, &norms_buffer, &x_buffer, &y_buffer);
+}
+
+} // namespace needle_halide
+
 // The kernels @step calls (codegen/Lower/Lower.cpp), by name: the model's module declares
 // needle_k_X with the types of its arguments, and needlec binds it to needle_kernel_X's target
 // after checking that the two function types are the same.
@@ -70,3 +125,4 @@ NEEDLE_KERNEL(scale)
 NEEDLE_KERNEL(sigmoid_gate)
 NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
+extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;

@@ -1,7 +1,9 @@
 #include "codegen/Object/ObjectEmitter.h"
+#include "codegen/Halide/CqMatvecKernel.h"
 #include "codegen/Object/RuntimeBitcode.h"
 
 #include "Support/Error.h"
+#include "Support/RoundUp.h"
 #include "Support/Version.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -28,6 +30,7 @@
 #include "llvm/Transforms/IPO/Internalize.h"
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -122,6 +125,150 @@ std::unique_ptr<llvm::Module> loadRuntime(llvm::LLVMContext &context, const Targ
   return runtime;
 }
 
+/// The Halide target and f32 lanes of the kernels for `target`, or nothing where Halide cannot
+/// serve it: riscv64 without the V extension and 32-bit Arm without NEON (Cortex-M) keep the
+/// portable kernels.
+struct HalideChoice {
+  std::string target;
+  int lanes;
+};
+
+std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
+  auto has = [&](const char *feature) { return info.checkFeatures(std::string("+") + feature); };
+  const llvm::Triple triple(target.triple);
+  const std::string os = triple.isOSWindows()                        ? "windows"
+                         : triple.isiOS()                            ? "ios"
+                         : triple.isOSDarwin()                       ? "osx"
+                         : triple.isAndroid()                        ? "android"
+                         : triple.getOS() == llvm::Triple::UnknownOS ? "noos"
+                                                                     : "linux";
+  // Two vectors of partial sums per dot product: independent FMAs hide their latency.
+  switch (target.arch) {
+  case RuntimeArch::X86_64: {
+    HalideChoice choice{"x86-64-" + os, 8};
+    for (const auto &[llvmName, halideName] :
+         {std::pair{"sse4.1", "sse41"}, {"avx", "avx"}, {"avx2", "avx2"}, {"fma", "fma"}, {"f16c", "f16c"}})
+      if (has(llvmName))
+        choice.target += std::string("-") + halideName;
+    if (has("avx"))
+      choice.lanes = 16;
+    if (has("avx512f") && has("avx512cd") && has("avx512bw") && has("avx512dq") && has("avx512vl")) {
+      choice.target += "-avx512-avx512_skylake";
+      choice.lanes = 32;
+    }
+    return choice;
+  }
+  case RuntimeArch::AArch64:
+    return HalideChoice{"arm-64-" + os + (has("dotprod") ? "-arm_dot_prod" : ""), 8};
+  case RuntimeArch::Arm:
+    if (!has("neon"))
+      return std::nullopt;
+    return HalideChoice{"arm-32-" + os, 8};
+  case RuntimeArch::Wasm32:
+    return has("simd128") ? HalideChoice{"wasm-32-wasmrt-wasm_simd128", 8} : HalideChoice{"wasm-32-wasmrt", 4};
+  case RuntimeArch::RiscV64:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The Halide kernel of each CQ matvec shape it serves, by (rows, cols, bits).
+struct HalideKernel {
+  std::string name;
+  int64_t tile; // rows per tile of its weight layout
+};
+using HalideKernels = std::map<std::tuple<int64_t, int64_t, int64_t>, HalideKernel>;
+
+std::tuple<int64_t, int64_t, int64_t> cqMatvecShape(const KernelCall &call) {
+  // cq_matvec(packed, norms, codebook, bits, rows, cols, x_rot, y)
+  return {call.args[4].value, call.args[5].value, call.args[3].value};
+}
+
+/// Generates the Halide kernels (for the shapes whose rows fill whole tiles; the others keep the
+/// portable kernel) and links their bitcode into `module`.
+HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
+  HalideKernels kernels;
+  for (const KernelCall &call : program.step) {
+    if (call.kernel != "cq_matvec")
+      continue;
+    const auto shape = cqMatvecShape(call);
+    const auto [rows, cols, bits] = shape;
+    if (rows % choice.lanes)
+      continue;
+    const std::string name = fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits);
+    if (!kernels.try_emplace(shape, HalideKernel{name, choice.lanes}).second)
+      continue;
+    const CqMatvecShape kernelShape{rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))};
+    const std::string bitcode = generateCqMatvec(kernelShape, choice.target, choice.lanes, name);
+    auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, name), module.getContext());
+    if (!parsed)
+      fail("internal: Halide's bitcode for {} does not load: {}", name, llvm::toString(parsed.takeError()));
+    std::unique_ptr<llvm::Module> kernel = std::move(*parsed);
+    kernel->setTargetTriple(module.getTargetTriple());
+    kernel->setDataLayout(module.getDataLayout());
+    if (llvm::Linker::linkModules(module, std::move(kernel)))
+      fail("internal: the Halide kernel {} does not link", name);
+    module.getFunction(name)->addFnAttr(llvm::Attribute::NoInline);
+  }
+  return kernels;
+}
+
+/// `rows` rows of `rowBytes` bytes in tiles of `tile` rows, each tile as [byte][row]: for
+/// elements of `elementBytes` bytes, the same element of consecutive rows is adjacent.
+std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t rowElements, int64_t elementBytes,
+                              int64_t tile) {
+  std::vector<uint8_t> tiled(static_cast<size_t>(rows * rowElements * elementBytes));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < rowElements; ++j)
+      std::memcpy(&tiled[static_cast<size_t>((((r / tile) * rowElements + j) * tile + r % tile) * elementBytes)],
+                  rowMajor + (r * rowElements + j) * elementBytes, static_cast<size_t>(elementBytes));
+  return tiled;
+}
+
+/// Re-lays the weights of every CQ matvec a Halide kernel serves in its tiled layout: in place
+/// when nothing else reads them, else as a copy appended to the weights (the tied embedding,
+/// which cq_row also gathers rows from); the calls then point at the tiled weights.
+void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
+  std::set<int64_t> readElsewhere;
+  for (const KernelCall &call : program.step) {
+    const bool halide = call.kernel == "cq_matvec" && kernels.count(cqMatvecShape(call));
+    for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
+      if (call.args[i].kind == Kind::Weight)
+        readElsewhere.insert(call.args[i].value);
+  }
+  std::vector<uint8_t> &blob = program.weights;
+  std::map<int64_t, int64_t> tiledOffset; // by row-major offset
+  auto place = [&](int64_t offset, std::vector<uint8_t> tiled) {
+    auto [it, inserted] = tiledOffset.try_emplace(offset, offset);
+    if (!inserted)
+      return it->second;
+    if (readElsewhere.count(offset)) {
+      blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
+      it->second = static_cast<int64_t>(blob.size());
+      blob.insert(blob.end(), tiled.begin(), tiled.end());
+    } else {
+      std::copy(tiled.begin(), tiled.end(), blob.begin() + offset);
+    }
+    return it->second;
+  };
+  for (KernelCall &call : program.step) {
+    if (call.kernel != "cq_matvec" || !kernels.count(cqMatvecShape(call)))
+      continue;
+    const auto [rows, cols, bits] = cqMatvecShape(call);
+    const int64_t tile = kernels.at(cqMatvecShape(call)).tile, groups = roundUp(cols, 128) / 128;
+    KernelArg &packed = call.args[0], &norms = call.args[1];
+    if (!tiledOffset.count(packed.value)) {
+      const int64_t rowBytes = groups * 128 * bits / 8;
+      packed.value = place(packed.value, tileRows(&blob[static_cast<size_t>(packed.value)], rows, rowBytes, 1, tile));
+      norms.value = place(norms.value, tileRows(&blob[static_cast<size_t>(norms.value)], rows, groups, 2, tile));
+    } else {
+      packed.value = tiledOffset.at(packed.value);
+      norms.value = tiledOffset.at(norms.value);
+    }
+  }
+}
+
 mlir::Type mlirTypeOf(mlir::MLIRContext &context, llvm::Type *type, const std::string &kernel) {
   if (type->isPointerTy())
     return LLVM::LLVMPointerType::get(&context);
@@ -141,9 +288,10 @@ mlir::Type mlirTypeOf(mlir::MLIRContext &context, llvm::Type *type, const std::s
 /// types of the runtime's kernel, on GEPs into the arena and the read-only data.
 class StepBuilder {
 public:
-  StepBuilder(mlir::MLIRContext &context, const llvm::Module &runtime, const KernelProgram &program)
-      : context_(context), runtime_(runtime), program_(program), builder_(&context), loc_(builder_.getUnknownLoc()),
-        ptr_(LLVM::LLVMPointerType::get(&context)) {}
+  StepBuilder(mlir::MLIRContext &context, const llvm::Module &runtime, const KernelProgram &program,
+              const HalideKernels &halide)
+      : context_(context), runtime_(runtime), program_(program), halide_(halide), builder_(&context),
+        loc_(builder_.getUnknownLoc()), ptr_(LLVM::LLVMPointerType::get(&context)) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> build();
 
@@ -157,10 +305,12 @@ private:
     return builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getIntegerAttr(type, value));
   }
   void call(const KernelCall &call);
+  mlir::Value halideKernel(const std::string &name);
 
   mlir::MLIRContext &context_;
   const llvm::Module &runtime_;
   const KernelProgram &program_;
+  const HalideKernels &halide_;
   mlir::OpBuilder builder_;
   mlir::Location loc_;
   mlir::Type ptr_;
@@ -260,14 +410,32 @@ mlir::Value StepBuilder::scalar(const KernelArg &arg, mlir::Type type, const std
   }
 }
 
+/// The address of Halide kernel `name` (defined by its linked bitcode; declared here).
+mlir::Value StepBuilder::halideKernel(const std::string &name) {
+  if (!module_.lookupSymbol(name)) {
+    mlir::OpBuilder::InsertionGuard guard(builder_);
+    builder_.setInsertionPointToEnd(module_.getBody());
+    builder_.create<LLVM::LLVMFuncOp>(loc_, name,
+                                      LLVM::LLVMFunctionType::get(builder_.getI32Type(), {ptr_, ptr_, ptr_, ptr_}));
+  }
+  return builder_.create<LLVM::AddressOfOp>(loc_, ptr_, name);
+}
+
 void StepBuilder::call(const KernelCall &call) {
   if (call.kernel.empty())
     return;
-  LLVM::LLVMFuncOp callee = kernel(call.kernel);
-  llvm::ArrayRef<mlir::Type> params = callee.getFunctionType().getParams();
+  // A CQ matvec with a Halide kernel for its shape calls it through the runtime's bridge, which
+  // takes the kernel first and then cq_matvec's own arguments.
+  const auto halide = call.kernel == "cq_matvec" ? halide_.find(cqMatvecShape(call)) : halide_.end();
+  LLVM::LLVMFuncOp callee = kernel(halide != halide_.end() ? "cq_matvec_halide" : call.kernel);
+  llvm::SmallVector<mlir::Value> args;
+  if (halide != halide_.end()) {
+    args.push_back(halideKernel(halide->second.name));
+    args.push_back(integer(builder_.getI64Type(), halide->second.tile));
+  }
+  llvm::ArrayRef<mlir::Type> params = callee.getFunctionType().getParams().drop_front(args.size());
   if (params.size() != call.args.size())
     fail("internal: kernel {} takes {} arguments, the program passes {}", call.kernel, params.size(), call.args.size());
-  llvm::SmallVector<mlir::Value> args;
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelArg &arg = call.args[i];
     if (arg.isPointer() != mlir::isa<LLVM::LLVMPointerType>(params[i]))
@@ -375,9 +543,18 @@ void bindKernels(llvm::Module &module) {
     declaration->replaceAllUsesWith(kernel);
     declaration->eraseFromParent();
     // One copy of each kernel, called from @step: inlining every call with its constant shapes
-    // would multiply the code (and the compile time) by the number of blocks.
-    kernel->addFnAttr(llvm::Attribute::NoInline);
+    // would multiply the code (and the compile time) by the number of blocks. Bridges marked
+    // always_inline stay so.
+    if (!kernel->hasFnAttribute(llvm::Attribute::AlwaysInline))
+      kernel->addFnAttr(llvm::Attribute::NoInline);
   }
+}
+
+/// Halide kernels are built with no_runtime: they may call nothing of Halide's runtime.
+void checkNoHalideRuntime(const llvm::Module &module) {
+  for (const llvm::Function &function : module)
+    if (function.isDeclaration() && function.getName().starts_with("halide_") && !function.use_empty())
+      fail("internal: a Halide kernel calls {}, a function of Halide's runtime", function.getName().str());
 }
 
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
@@ -450,19 +627,29 @@ std::vector<std::string> exportedSymbols(const std::string &name) {
   return symbols;
 }
 
-std::string emitObject(const KernelProgram &program, const TargetSpec &target, ObjectOutput output,
-                       const std::string &name, std::vector<PhaseTime> *times) {
+std::string emitObject(const KernelProgram &program, const TargetSpec &target, const ObjectOptions &options,
+                       std::vector<PhaseTime> *times) {
   PhaseClock clock(times);
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target);
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
+  HalideKernels halide;
+  KernelProgram tiled;
+  if (options.kernels == KernelChoice::Halide)
+    if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
+      halide = linkHalideKernels(*runtime, program, *choice);
+      tiled = program;
+      tileHalideWeights(tiled, halide);
+      clock.done(fmt::format("Halide kernels ({})", choice->target).c_str());
+    }
+  const KernelProgram &printed = halide.empty() ? program : tiled;
 
   mlir::MLIRContext mlirContext;
   mlirContext.loadDialect<LLVM::LLVMDialect>();
   mlir::registerBuiltinDialectTranslation(mlirContext);
   mlir::registerLLVMDialectTranslation(mlirContext);
-  mlir::OwningOpRef<mlir::ModuleOp> step = StepBuilder(mlirContext, *runtime, program).build();
+  mlir::OwningOpRef<mlir::ModuleOp> step = StepBuilder(mlirContext, *runtime, printed, halide).build();
   if (mlir::failed(mlir::verify(*step)))
     fail("internal: @step in the LLVM dialect does not verify");
   std::unique_ptr<llvm::Module> stepModule = mlir::translateModuleToLLVMIR(*step, context, "needle_step");
@@ -475,11 +662,12 @@ std::string emitObject(const KernelProgram &program, const TargetSpec &target, O
   if (llvm::Linker::linkModules(*runtime, std::move(stepModule)))
     fail("internal: @step does not link with the runtime");
   std::unique_ptr<llvm::Module> module = std::move(runtime);
-  module->setModuleIdentifier(name);
-  module->setSourceFileName(name);
-  defineData(*module, program);
+  module->setModuleIdentifier(options.name);
+  module->setSourceFileName(options.name);
+  defineData(*module, printed);
   bindKernels(*module);
-  exportInterface(*module, name);
+  checkNoHalideRuntime(*module);
+  exportInterface(*module, options.name);
   setTargetAttributes(*module, target);
   module->getOrInsertNamedMetadata("llvm.ident")
       ->addOperand(llvm::MDNode::get(context, llvm::MDString::get(context, "needlec " + versionString())));
@@ -491,8 +679,8 @@ std::string emitObject(const KernelProgram &program, const TargetSpec &target, O
 
   optimize(*module, *machine);
   clock.done("optimize (O3)");
-  std::string bytes = codegen(*module, *machine, output);
-  clock.done(output == ObjectOutput::LlvmIr ? "print LLVM IR" : "code generation");
+  std::string bytes = codegen(*module, *machine, options.output);
+  clock.done(options.output == ObjectOutput::LlvmIr ? "print LLVM IR" : "code generation");
   return bytes;
 }
 

@@ -14,16 +14,26 @@ namespace needle {
 
 enum class ObjectOutput { Object, Assembly, LlvmIr };
 
+/// The hot kernels: Halide's, generated for the model's shapes and the target where Halide serves
+/// it (docs/targets.md), or the runtime's portable C++ everywhere.
+enum class KernelChoice { Halide, Portable };
+
+struct ObjectOptions {
+  std::string name = "needle_model"; // prefixes every exported symbol
+  ObjectOutput output = ObjectOutput::Object;
+  KernelChoice kernels = KernelChoice::Halide;
+};
+
 /// Seconds spent in each phase of emitObject, in order.
 struct PhaseTime {
   std::string phase;
   double seconds;
 };
 
-/// The object (or assembly, or LLVM IR text) of `program` for `target`; `name` prefixes every
-/// exported symbol. `times`, if given, receives the phase times.
-std::string emitObject(const KernelProgram &program, const TargetSpec &target, ObjectOutput output,
-                       const std::string &name, std::vector<PhaseTime> *times = nullptr);
+/// The object (or assembly, or LLVM IR text) of `program` for `target`. `times`, if given,
+/// receives the phase times.
+std::string emitObject(const KernelProgram &program, const TargetSpec &target, const ObjectOptions &options,
+                       std::vector<PhaseTime> *times = nullptr);
 
 /// The symbols an object of `name` defines for the program (docs/c-interface.md), sorted.
 std::vector<std::string> exportedSymbols(const std::string &name);

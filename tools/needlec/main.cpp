@@ -282,8 +282,13 @@ void emitObjectFile(const CommandLine &cl, const std::string &input, const std::
       resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""), cl.value("mattr").value_or(""));
   std::vector<PhaseTime> times;
   const KernelProgram program = compileProgram(cl, input, options, "--emit " + emit, times);
-  const std::string name = cl.value("name").value_or("needle_model");
-  const std::string bytes = emitObject(program, target, output, name, &times);
+  ObjectOptions objectOptions;
+  objectOptions.name = cl.value("name").value_or("needle_model");
+  objectOptions.output = output;
+  const std::string kernels = cl.value("kernels").value_or("halide");
+  objectOptions.kernels = kernels == "halide" ? KernelChoice::Halide : KernelChoice::Portable;
+  const std::string &name = objectOptions.name;
+  const std::string bytes = emitObject(program, target, objectOptions, &times);
   if (out == "-") {
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
   } else if (output == ObjectOutput::Object) {
@@ -349,6 +354,7 @@ int run(int argc, char **argv) {
                   {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
                   {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
                   {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
+                  {"kernels", "K", "halide (default: Halide's where it serves the target) or portable"},
                   {"emit", "KIND",
                    "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm (OUT.ll), asm (OUT.s), needle or mlir"},
                   {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
@@ -369,7 +375,9 @@ int run(int argc, char **argv) {
   if (!kinds.count(emit))
     fail("--emit: \"{}\" is not obj, cpp, llvm, asm, needle or mlir", emit);
   const bool object = emit == "obj" || emit == "llvm" || emit == "asm";
-  for (const char *flag : {"mcpu", "mattr"})
+  if (auto kernels = cl.value("kernels"); kernels && *kernels != "halide" && *kernels != "portable")
+    fail("--kernels: \"{}\" is not halide or portable", *kernels);
+  for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
   // A bad --target fails first, whatever --emit; only the object backend needs its architecture.

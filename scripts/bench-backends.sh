@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Both backends side by side in one run, one thread: needle3 (random weights, CQ) at depths 2, 8
+# and 20, compiled with --emit cpp (built by g++ -O2 -march=native) and with --emit obj --target
+# host, linked into test/bench/bench_model.c and timed through the C interface (best of 3: a
+# 128-token prefill in one feed, then 64 tokens decoded one at a time), beside the two rooflines:
+# CQ bytes a token streams (needle-bench's accounting) over the read bandwidth measured, in this
+# run, at the model's working set and at DRAM size (512 MiB). Prints markdown tables
+# (docs/performance.md). Needs a build (scripts/build.sh). Timing only: this is not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/bin
+work=build/bench-backends
+mkdir -p "$work"
+[ -f "$work/needle3.needle" ] || "$bin/needle-synth" --preset needle3 --seed 1 --quantized -o "$work/needle3.needle"
+
+# Read bandwidth and CQ bytes per token, from needle-bench in this run.
+build/test/bench/needle-bench --benchmark_filter='BM_ReadBandwidth|BM_ReferenceDecode' \
+  --benchmark_out="$work/figures.json" --benchmark_out_format=json >/dev/null
+
+ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+: >"$work/runs.txt"
+for depth in 2 8 20; do
+  out="$work/cpp$depth"
+  start=$(date +%s%N)
+  "$bin/needlec" "$work/needle3.needle" --layers "$depth" --emit cpp -o "$out"
+  c++ -std=c++17 -O2 -march=native -c "$out.cpp" -o "$out.o"
+  cpp_ms=$(ms "$start")
+  cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"cpp$depth.h\"" -I"$work" test/bench/bench_model.c \
+    "$out.o" -lstdc++ -lm -o "$out-bench"
+  echo "$depth cpp $cpp_ms $("$out-bench" 128 64 3)" >>"$work/runs.txt"
+
+  out="$work/obj$depth"
+  start=$(date +%s%N)
+  "$bin/needlec" "$work/needle3.needle" --layers "$depth" --target host -o "$out"
+  obj_ms=$(ms "$start")
+  cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"obj$depth.h\"" -I"$work" test/bench/bench_model.c \
+    "$out.o" -lm -o "$out-bench"
+  echo "$depth obj $obj_ms $("$out-bench" 128 64 3)" >>"$work/runs.txt"
+done
+
+/usr/bin/python3 - "$work/figures.json" "$work/runs.txt" <<'PY'
+import json, sys
+figures = json.load(open(sys.argv[1]))["benchmarks"]
+bandwidth = {int(b["name"].split("/")[1]): b["read bytes/s"] for b in figures if b["name"].startswith("BM_ReadBandwidth")}
+bytes_per_token = {int(b["name"].split("/")[1]): b["CQ bytes/token"] for b in figures
+                   if b["name"].startswith("BM_ReferenceDecode")}
+print("read bandwidth: " + ", ".join(f"{size} MiB {bw / 1e9:.1f} GB/s" for size, bw in sorted(bandwidth.items())))
+print()
+print("| depth | backend | compile | prefill 128 tok/s | decode tok/s | CQ bytes/token | working-set roofline | decode / it | DRAM roofline | decode / it |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for line in open(sys.argv[2]):
+    depth, backend, ms, prefill, decode, arena = line.split()
+    depth, decode = int(depth), float(decode)
+    b = bytes_per_token[depth]
+    size = min(s for s in bandwidth if s != 512 and s * 2**20 >= b) if any(s * 2**20 >= b for s in bandwidth if s != 512) else 512
+    ws, dram = bandwidth[size] / b, bandwidth[512] / b
+    name = "C++ (g++ -O2 -march=native)" if backend == "cpp" else "object (--target host)"
+    print(f"| {depth} | {name} | {int(ms) / 1000:.1f} s | {float(prefill):.0f} | {decode:.0f} | {b / 1e6:.2f} MB | "
+          f"{ws:,.0f} tok/s ({size} MiB) | {100 * decode / ws:.1f}% | {dram:,.0f} tok/s | {100 * decode / dram:.1f}% |")
+PY
