@@ -1,6 +1,6 @@
 /* Times a compiled model through its C interface, one thread: prefill (PREFILL tokens in one
  * feed) and decode (DECODE tokens fed one at a time after it), best of REPEATS, printed as
- * "prefill_tokens_per_s decode_tokens_per_s arena_bytes". Built by scripts/bench-cpp.sh with
+ * "prefill_tokens_per_s decode_tokens_per_s arena_bytes". Built by scripts/bench-backends.sh with
  * -DNEEDLE_NAME and -DNEEDLE_HEADER like test/e2e/run_model.c.
  *
  *   bench_model [PREFILL [DECODE [REPEATS]]]      defaults 128 64 3 */
