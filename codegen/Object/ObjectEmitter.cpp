@@ -1,6 +1,7 @@
 #include "codegen/Object/ObjectEmitter.h"
-#include "codegen/Halide/CqMatvecKernel.h"
+#include "codegen/Halide/Kernels.h"
 #include "codegen/Object/RuntimeBitcode.h"
+#include "codegen/Object/TiledLayout.h"
 
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
@@ -173,57 +174,69 @@ std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::T
   return std::nullopt;
 }
 
-/// The Halide kernel of each CQ matvec shape it serves, by (rows, cols, bits).
+/// A Halide kernel serving the calls of one runtime kernel at one shape: they call `bridge`
+/// (runtime/needle_object.cpp) with the kernel, then `bridgeArgs`, then their own arguments.
 struct HalideKernel {
-  std::string name;
-  int64_t tile; // rows per tile of its weight layout
+  std::string name, bridge;
+  std::vector<int64_t> bridgeArgs;
 };
-using HalideKernels = std::map<std::tuple<int64_t, int64_t, int64_t>, HalideKernel>;
+/// By runtime kernel and shape.
+using HalideKey = std::pair<std::string, std::vector<int64_t>>;
+using HalideKernels = std::map<HalideKey, HalideKernel>;
 
-std::tuple<int64_t, int64_t, int64_t> cqMatvecShape(const KernelCall &call) {
-  // cq_matvec(packed, norms, codebook, bits, rows, cols, x_rot, y)
-  return {call.args[4].value, call.args[5].value, call.args[3].value};
+/// The kernel and shape of a call Halide may serve.
+std::optional<HalideKey> halideKey(const KernelCall &call) {
+  if (call.kernel == "cq_matvec") // (packed, norms, codebook, bits, rows, cols, x_rot, y)
+    return HalideKey{call.kernel, {call.args[4].value, call.args[5].value, call.args[3].value}};
+  return std::nullopt;
 }
 
-/// Generates the Halide kernels (for the shapes whose rows fill whole tiles; the others keep the
-/// portable kernel) and links their bitcode into `module`.
+const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCall &call) {
+  const std::optional<HalideKey> key = halideKey(call);
+  const auto it = key ? kernels.find(*key) : kernels.end();
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
+/// portable kernel stays: a CQ matvec whose rows do not fill whole tiles.
+std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, const KernelProgram &program,
+                                            const HalideChoice &choice) {
+  const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
+  const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
+  if (rows % choice.lanes)
+    return std::nullopt;
+  HalideKernel kernel{
+      fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits), "cq_matvec_halide", {choice.lanes}};
+  set.addCqMatvec({rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))}, kernel.name);
+  return kernel;
+}
+
+/// Generates the Halide kernels the program's calls can use, compiled together, and links their
+/// bitcode into `module`.
 HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
   HalideKernels kernels;
+  HalideKernelSet set(choice.target, choice.lanes);
+  std::set<HalideKey> tried;
   for (const KernelCall &call : program.step) {
-    if (call.kernel != "cq_matvec")
-      continue;
-    const auto shape = cqMatvecShape(call);
-    const auto [rows, cols, bits] = shape;
-    if (rows % choice.lanes)
-      continue;
-    const std::string name = fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits);
-    if (!kernels.try_emplace(shape, HalideKernel{name, choice.lanes}).second)
-      continue;
-    const CqMatvecShape kernelShape{rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))};
-    const std::string bitcode = generateCqMatvec(kernelShape, choice.target, choice.lanes, name);
-    auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, name), module.getContext());
-    if (!parsed)
-      fail("internal: Halide's bitcode for {} does not load: {}", name, llvm::toString(parsed.takeError()));
-    std::unique_ptr<llvm::Module> kernel = std::move(*parsed);
-    kernel->setTargetTriple(module.getTargetTriple());
-    kernel->setDataLayout(module.getDataLayout());
-    if (llvm::Linker::linkModules(module, std::move(kernel)))
-      fail("internal: the Halide kernel {} does not link", name);
-    module.getFunction(name)->addFnAttr(llvm::Attribute::NoInline);
+    const std::optional<HalideKey> key = halideKey(call);
+    if (key && tried.insert(*key).second)
+      if (std::optional<HalideKernel> kernel = addHalideKernel(set, *key, program, choice))
+        kernels.emplace(*key, *kernel);
   }
+  if (set.empty())
+    return kernels;
+  const std::string bitcode = set.bitcode();
+  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "needle_halide_kernels"), module.getContext());
+  if (!parsed)
+    fail("internal: Halide's bitcode does not load: {}", llvm::toString(parsed.takeError()));
+  std::unique_ptr<llvm::Module> linked = std::move(*parsed);
+  linked->setTargetTriple(module.getTargetTriple());
+  linked->setDataLayout(module.getDataLayout());
+  if (llvm::Linker::linkModules(module, std::move(linked)))
+    fail("internal: the Halide kernels do not link");
+  for (const auto &[key, kernel] : kernels)
+    module.getFunction(kernel.name)->addFnAttr(llvm::Attribute::NoInline);
   return kernels;
-}
-
-/// `rows` rows of `rowBytes` bytes in tiles of `tile` rows, each tile as [byte][row]: for
-/// elements of `elementBytes` bytes, the same element of consecutive rows is adjacent.
-std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t rowElements, int64_t elementBytes,
-                              int64_t tile) {
-  std::vector<uint8_t> tiled(static_cast<size_t>(rows * rowElements * elementBytes));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < rowElements; ++j)
-      std::memcpy(&tiled[static_cast<size_t>((((r / tile) * rowElements + j) * tile + r % tile) * elementBytes)],
-                  rowMajor + (r * rowElements + j) * elementBytes, static_cast<size_t>(elementBytes));
-  return tiled;
 }
 
 /// Re-lays the weights of every CQ matvec a Halide kernel serves in its tiled layout: in place
@@ -232,7 +245,7 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
 void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
   std::set<int64_t> readElsewhere;
   for (const KernelCall &call : program.step) {
-    const bool halide = call.kernel == "cq_matvec" && kernels.count(cqMatvecShape(call));
+    const bool halide = call.kernel == "cq_matvec" && halideKernelOf(kernels, call);
     for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
       if (call.args[i].kind == Kind::Weight)
         readElsewhere.insert(call.args[i].value);
@@ -253,10 +266,11 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
     return it->second;
   };
   for (KernelCall &call : program.step) {
-    if (call.kernel != "cq_matvec" || !kernels.count(cqMatvecShape(call)))
+    const HalideKernel *kernel = halideKernelOf(kernels, call);
+    if (call.kernel != "cq_matvec" || !kernel)
       continue;
-    const auto [rows, cols, bits] = cqMatvecShape(call);
-    const int64_t tile = kernels.at(cqMatvecShape(call)).tile, groups = roundUp(cols, 128) / 128;
+    const int64_t rows = call.args[4].value, cols = call.args[5].value, bits = call.args[3].value;
+    const int64_t tile = kernel->bridgeArgs[0], groups = roundUp(cols, 128) / 128;
     KernelArg &packed = call.args[0], &norms = call.args[1];
     if (!tiledOffset.count(packed.value)) {
       const int64_t rowBytes = groups * 128 * bits / 8;
@@ -410,13 +424,17 @@ mlir::Value StepBuilder::scalar(const KernelArg &arg, mlir::Type type, const std
   }
 }
 
-/// The address of Halide kernel `name` (defined by its linked bitcode; declared here).
+/// The address of Halide kernel `name`, declared with the type of its linked definition.
 mlir::Value StepBuilder::halideKernel(const std::string &name) {
   if (!module_.lookupSymbol(name)) {
+    const llvm::FunctionType *type = runtime_.getFunction(name)->getFunctionType();
+    llvm::SmallVector<mlir::Type> params;
+    for (llvm::Type *param : type->params())
+      params.push_back(mlirTypeOf(context_, param, name));
     mlir::OpBuilder::InsertionGuard guard(builder_);
     builder_.setInsertionPointToEnd(module_.getBody());
-    builder_.create<LLVM::LLVMFuncOp>(loc_, name,
-                                      LLVM::LLVMFunctionType::get(builder_.getI32Type(), {ptr_, ptr_, ptr_, ptr_}));
+    builder_.create<LLVM::LLVMFuncOp>(
+        loc_, name, LLVM::LLVMFunctionType::get(mlirTypeOf(context_, type->getReturnType(), name), params));
   }
   return builder_.create<LLVM::AddressOfOp>(loc_, ptr_, name);
 }
@@ -424,14 +442,15 @@ mlir::Value StepBuilder::halideKernel(const std::string &name) {
 void StepBuilder::call(const KernelCall &call) {
   if (call.kernel.empty())
     return;
-  // A CQ matvec with a Halide kernel for its shape calls it through the runtime's bridge, which
-  // takes the kernel first and then cq_matvec's own arguments.
-  const auto halide = call.kernel == "cq_matvec" ? halide_.find(cqMatvecShape(call)) : halide_.end();
-  LLVM::LLVMFuncOp callee = kernel(halide != halide_.end() ? "cq_matvec_halide" : call.kernel);
+  // A call with a Halide kernel for its shape calls it through the runtime's bridge, which takes
+  // the kernel first, then the bridge's own arguments, then the call's.
+  const HalideKernel *halide = halideKernelOf(halide_, call);
+  LLVM::LLVMFuncOp callee = kernel(halide ? halide->bridge : call.kernel);
   llvm::SmallVector<mlir::Value> args;
-  if (halide != halide_.end()) {
-    args.push_back(halideKernel(halide->second.name));
-    args.push_back(integer(builder_.getI64Type(), halide->second.tile));
+  if (halide) {
+    args.push_back(halideKernel(halide->name));
+    for (int64_t value : halide->bridgeArgs)
+      args.push_back(integer(builder_.getI64Type(), value));
   }
   llvm::ArrayRef<mlir::Type> params = callee.getFunctionType().getParams().drop_front(args.size());
   if (params.size() != call.args.size())

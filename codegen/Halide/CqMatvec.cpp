@@ -1,13 +1,5 @@
-#include "codegen/Halide/CqMatvecKernel.h"
-
-#include "Support/Error.h"
-
-#include "Halide.h"
-
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
+#include "codegen/Halide/Bitcode.h"
+#include "codegen/Halide/Kernels.h"
 
 namespace needle {
 
@@ -26,18 +18,10 @@ Expr codebookAt(const Expr &index, const std::vector<float> &codebook) {
   return value;
 }
 
-std::string readAndRemove(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  std::remove(path.c_str());
-  return bytes.str();
-}
-
 } // namespace
 
-std::string generateCqMatvec(const CqMatvecShape &shape, const std::string &halideTarget, int tile,
-                             const std::string &name) {
+void HalideKernelSet::addCqMatvec(const CqMatvecShape &shape, const std::string &name) {
+  const int tile = lanes_;
   const int rows = static_cast<int>(shape.rows), bits = shape.bits;
   const int groups = static_cast<int>((shape.cols + kGroup - 1) / kGroup), padded = groups * kGroup;
   const int rowBytes = padded * bits / 8, groupBytes = kGroup * bits / 8, tiles = rows / tile;
@@ -87,19 +71,7 @@ std::string generateCqMatvec(const CqMatvecShape &shape, const std::string &hali
   x.dim(0).set_bounds(0, padded).set_stride(1);
   y.output_buffer().dim(0).set_bounds(0, rows).set_stride(1);
 
-  const Target target(halideTarget + "-no_runtime-no_asserts-no_bounds_query");
-  char path[] = "/tmp/needlec-halide-XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0)
-    fail("Halide: cannot create a scratch file in /tmp for the {} kernel", name);
-  close(fd);
-  try {
-    y.compile_to_bitcode(path, {packed, norms, x}, name, target);
-  } catch (const Halide::Error &error) {
-    std::remove(path);
-    fail("Halide: the {} kernel for {}: {}", name, halideTarget, std::string(error.what()));
-  }
-  return readAndRemove(path);
+  modules_->modules.push_back(kernelModule(y, {packed, norms, x}, target_, name));
 }
 
 } // namespace needle

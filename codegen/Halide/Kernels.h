@@ -1,0 +1,47 @@
+// Halide kernels for the object backend, generated at compile time for one shape and one target:
+// the CQ matvec, its codebook built in. This library includes
+// Halide 14 (on LLVM 14) and never an LLVM 19 or MLIR header (docs/architecture.md): it hands
+// LLVM bitcode back as bytes, which the object printer loads into LLVM 19.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace needle {
+
+struct CqMatvecShape {
+  int64_t rows = 0, cols = 0;
+  int bits = 0;
+  std::vector<float> codebook; // 2^bits entries
+};
+
+/// The kernels of one object, compiled together: one Halide module, one pass of Halide's LLVM.
+class HalideKernelSet {
+public:
+  /// `halideTarget` is a Halide target string such as "x86-64-linux-avx2-fma" (no_runtime,
+  /// no_asserts and no_bounds_query are added); `lanes` is the f32 lanes of a kernel's loops.
+  HalideKernelSet(std::string halideTarget, int lanes);
+  ~HalideKernelSet();
+
+  /// `int name(halide_buffer_t *packed, halide_buffer_t *norms, halide_buffer_t *x_rot,
+  /// halide_buffer_t *y)`: needle_rt::cq_matvec for `shape` on its weights in the tiled layout
+  /// (docs/targets.md, "Halide kernels"): rows in tiles of `lanes` (rows must be a multiple),
+  /// packed[tile][byte][lane] and norms[tile][group][lane], so one vector load takes the same byte
+  /// of a tile's rows. Strides and extents are fixed at compile time.
+  void addCqMatvec(const CqMatvecShape &shape, const std::string &name);
+
+  bool empty() const;
+
+  /// LLVM bitcode (Halide's LLVM 14) defining every kernel added.
+  std::string bitcode() const;
+
+private:
+  struct Modules;
+  std::string target_;
+  int lanes_;
+  std::unique_ptr<Modules> modules_;
+};
+
+} // namespace needle
