@@ -1,14 +1,12 @@
 #include "codegen/Object/ObjectEmitter.h"
-#include "codegen/Halide/Kernels.h"
+#include "codegen/Object/HalideKernels.h"
 #include "codegen/Object/RuntimeBitcode.h"
-#include "codegen/Object/TiledLayout.h"
+#include "codegen/Object/StepBuilder.h"
 
 #include "Support/Error.h"
-#include "Support/RoundUp.h"
 #include "Support/Version.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -31,9 +29,7 @@
 #include "llvm/Transforms/IPO/Internalize.h"
 
 #include <chrono>
-#include <cstring>
 #include <mutex>
-#include <set>
 
 namespace needle {
 
@@ -126,369 +122,6 @@ std::unique_ptr<llvm::Module> loadRuntime(llvm::LLVMContext &context, const Targ
   return runtime;
 }
 
-/// The Halide target and f32 lanes of the kernels for `target`, or nothing where Halide cannot
-/// serve it: riscv64 without the V extension and 32-bit Arm without NEON (Cortex-M) keep the
-/// portable kernels.
-struct HalideChoice {
-  std::string target;
-  int lanes;
-};
-
-std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::TargetMachine &machine) {
-  const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
-  auto has = [&](const char *feature) { return info.checkFeatures(std::string("+") + feature); };
-  const llvm::Triple triple(target.triple);
-  const std::string os = triple.isOSWindows()                        ? "windows"
-                         : triple.isiOS()                            ? "ios"
-                         : triple.isOSDarwin()                       ? "osx"
-                         : triple.isAndroid()                        ? "android"
-                         : triple.getOS() == llvm::Triple::UnknownOS ? "noos"
-                                                                     : "linux";
-  // Two vectors of partial sums per dot product: independent FMAs hide their latency.
-  switch (target.arch) {
-  case RuntimeArch::X86_64: {
-    HalideChoice choice{"x86-64-" + os, 8};
-    for (const auto &[llvmName, halideName] :
-         {std::pair{"sse4.1", "sse41"}, {"avx", "avx"}, {"avx2", "avx2"}, {"fma", "fma"}, {"f16c", "f16c"}})
-      if (has(llvmName))
-        choice.target += std::string("-") + halideName;
-    if (has("avx"))
-      choice.lanes = 16;
-    if (has("avx512f") && has("avx512cd") && has("avx512bw") && has("avx512dq") && has("avx512vl")) {
-      choice.target += "-avx512-avx512_skylake";
-      choice.lanes = 32;
-    }
-    return choice;
-  }
-  case RuntimeArch::AArch64:
-    return HalideChoice{"arm-64-" + os + (has("dotprod") ? "-arm_dot_prod" : ""), 8};
-  case RuntimeArch::Arm:
-    if (!has("neon"))
-      return std::nullopt;
-    return HalideChoice{"arm-32-" + os, 8};
-  case RuntimeArch::Wasm32:
-    return has("simd128") ? HalideChoice{"wasm-32-wasmrt-wasm_simd128", 8} : HalideChoice{"wasm-32-wasmrt", 4};
-  case RuntimeArch::RiscV64:
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
-/// A Halide kernel serving the calls of one runtime kernel at one shape: they call `bridge`
-/// (runtime/needle_object.cpp) with the kernel, then `bridgeArgs`, then their own arguments.
-struct HalideKernel {
-  std::string name, bridge;
-  std::vector<int64_t> bridgeArgs;
-};
-/// By runtime kernel and shape.
-using HalideKey = std::pair<std::string, std::vector<int64_t>>;
-using HalideKernels = std::map<HalideKey, HalideKernel>;
-
-/// The kernel and shape of a call Halide may serve.
-std::optional<HalideKey> halideKey(const KernelCall &call) {
-  if (call.kernel == "cq_matvec") // (packed, norms, codebook, bits, rows, cols, x_rot, y)
-    return HalideKey{call.kernel, {call.args[4].value, call.args[5].value, call.args[3].value}};
-  return std::nullopt;
-}
-
-const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCall &call) {
-  const std::optional<HalideKey> key = halideKey(call);
-  const auto it = key ? kernels.find(*key) : kernels.end();
-  return it == kernels.end() ? nullptr : &it->second;
-}
-
-/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
-/// portable kernel stays: a CQ matvec whose rows do not fill whole tiles.
-std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, const KernelProgram &program,
-                                            const HalideChoice &choice) {
-  const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
-  const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
-  if (rows % choice.lanes)
-    return std::nullopt;
-  HalideKernel kernel{
-      fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits), "cq_matvec_halide", {choice.lanes}};
-  set.addCqMatvec({rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))}, kernel.name);
-  return kernel;
-}
-
-/// Generates the Halide kernels the program's calls can use, compiled together, and links their
-/// bitcode into `module`.
-HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
-  HalideKernels kernels;
-  HalideKernelSet set(choice.target, choice.lanes);
-  std::set<HalideKey> tried;
-  for (const KernelCall &call : program.step) {
-    const std::optional<HalideKey> key = halideKey(call);
-    if (key && tried.insert(*key).second)
-      if (std::optional<HalideKernel> kernel = addHalideKernel(set, *key, program, choice))
-        kernels.emplace(*key, *kernel);
-  }
-  if (set.empty())
-    return kernels;
-  const std::string bitcode = set.bitcode();
-  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "needle_halide_kernels"), module.getContext());
-  if (!parsed)
-    fail("internal: Halide's bitcode does not load: {}", llvm::toString(parsed.takeError()));
-  std::unique_ptr<llvm::Module> linked = std::move(*parsed);
-  linked->setTargetTriple(module.getTargetTriple());
-  linked->setDataLayout(module.getDataLayout());
-  if (llvm::Linker::linkModules(module, std::move(linked)))
-    fail("internal: the Halide kernels do not link");
-  for (const auto &[key, kernel] : kernels)
-    module.getFunction(kernel.name)->addFnAttr(llvm::Attribute::NoInline);
-  return kernels;
-}
-
-/// Re-lays the weights of every CQ matvec a Halide kernel serves in its tiled layout: in place
-/// when nothing else reads them, else as a copy appended to the weights (the tied embedding,
-/// which cq_row also gathers rows from); the calls then point at the tiled weights.
-void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
-  std::set<int64_t> readElsewhere;
-  for (const KernelCall &call : program.step) {
-    const bool halide = call.kernel == "cq_matvec" && halideKernelOf(kernels, call);
-    for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
-      if (call.args[i].kind == Kind::Weight)
-        readElsewhere.insert(call.args[i].value);
-  }
-  std::vector<uint8_t> &blob = program.weights;
-  std::map<int64_t, int64_t> tiledOffset; // by row-major offset
-  auto place = [&](int64_t offset, std::vector<uint8_t> tiled) {
-    auto [it, inserted] = tiledOffset.try_emplace(offset, offset);
-    if (!inserted)
-      return it->second;
-    if (readElsewhere.count(offset)) {
-      blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
-      it->second = static_cast<int64_t>(blob.size());
-      blob.insert(blob.end(), tiled.begin(), tiled.end());
-    } else {
-      std::copy(tiled.begin(), tiled.end(), blob.begin() + offset);
-    }
-    return it->second;
-  };
-  for (KernelCall &call : program.step) {
-    const HalideKernel *kernel = halideKernelOf(kernels, call);
-    if (call.kernel != "cq_matvec" || !kernel)
-      continue;
-    const int64_t rows = call.args[4].value, cols = call.args[5].value, bits = call.args[3].value;
-    const int64_t tile = kernel->bridgeArgs[0], groups = roundUp(cols, 128) / 128;
-    KernelArg &packed = call.args[0], &norms = call.args[1];
-    if (!tiledOffset.count(packed.value)) {
-      const int64_t rowBytes = groups * 128 * bits / 8;
-      packed.value = place(packed.value, tileRows(&blob[static_cast<size_t>(packed.value)], rows, rowBytes, 1, tile));
-      norms.value = place(norms.value, tileRows(&blob[static_cast<size_t>(norms.value)], rows, groups, 2, tile));
-    } else {
-      packed.value = tiledOffset.at(packed.value);
-      norms.value = tiledOffset.at(norms.value);
-    }
-  }
-}
-
-mlir::Type mlirTypeOf(mlir::MLIRContext &context, llvm::Type *type, const std::string &kernel) {
-  if (type->isPointerTy())
-    return LLVM::LLVMPointerType::get(&context);
-  if (type->isIntegerTy())
-    return mlir::IntegerType::get(&context, type->getIntegerBitWidth());
-  if (type->isFloatTy())
-    return mlir::Float32Type::get(&context);
-  if (type->isDoubleTy())
-    return mlir::Float64Type::get(&context);
-  if (type->isVoidTy())
-    return LLVM::LLVMVoidType::get(&context);
-  fail("internal: runtime kernel {} has a parameter type the object printer does not pass", kernel);
-}
-
-/// Builds `void needle_step(ptr arena, i32 token, i64 t)` in MLIR's LLVM dialect: each kernel
-/// call of the program becomes an llvm.call of needle_k_<kernel>, declared with the parameter
-/// types of the runtime's kernel, on GEPs into the arena and the read-only data.
-class StepBuilder {
-public:
-  StepBuilder(mlir::MLIRContext &context, const llvm::Module &runtime, const KernelProgram &program,
-              const HalideKernels &halide)
-      : context_(context), runtime_(runtime), program_(program), halide_(halide), builder_(&context),
-        loc_(builder_.getUnknownLoc()), ptr_(LLVM::LLVMPointerType::get(&context)) {}
-
-  mlir::OwningOpRef<mlir::ModuleOp> build();
-
-private:
-  LLVM::LLVMFuncOp kernel(const std::string &name);
-  void declareData(const std::string &name, mlir::Type element, uint64_t count);
-  mlir::Value pointer(const KernelArg &arg);
-  mlir::Value scalar(const KernelArg &arg, mlir::Type type, const std::string &kernel, size_t index);
-  mlir::Value offset(mlir::Value base, int64_t bytes);
-  mlir::Value integer(mlir::Type type, int64_t value) {
-    return builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getIntegerAttr(type, value));
-  }
-  void call(const KernelCall &call);
-  mlir::Value halideKernel(const std::string &name);
-
-  mlir::MLIRContext &context_;
-  const llvm::Module &runtime_;
-  const KernelProgram &program_;
-  const HalideKernels &halide_;
-  mlir::OpBuilder builder_;
-  mlir::Location loc_;
-  mlir::Type ptr_;
-  mlir::ModuleOp module_;
-  mlir::Value arena_, token_, position_;
-  std::map<std::string, LLVM::LLVMFuncOp> kernels_;
-  int lists_ = 0;
-};
-
-LLVM::LLVMFuncOp StepBuilder::kernel(const std::string &name) {
-  auto [it, inserted] = kernels_.try_emplace(name);
-  if (!inserted)
-    return it->second;
-  const llvm::GlobalVariable *exported = runtime_.getNamedGlobal("needle_kernel_" + name);
-  const auto *function =
-      exported && exported->hasInitializer() ? llvm::dyn_cast<llvm::Function>(exported->getInitializer()) : nullptr;
-  if (!function)
-    fail("internal: the runtime exports no kernel {} (runtime/needle_object.cpp)", name);
-  llvm::SmallVector<mlir::Type> params;
-  for (llvm::Type *param : function->getFunctionType()->params())
-    params.push_back(mlirTypeOf(context_, param, name));
-  const auto type = LLVM::LLVMFunctionType::get(mlirTypeOf(context_, function->getReturnType(), name), params);
-  mlir::OpBuilder::InsertionGuard guard(builder_);
-  builder_.setInsertionPointToEnd(module_.getBody());
-  it->second = builder_.create<LLVM::LLVMFuncOp>(loc_, "needle_k_" + name, type);
-  return it->second;
-}
-
-void StepBuilder::declareData(const std::string &name, mlir::Type element, uint64_t count) {
-  mlir::OpBuilder::InsertionGuard guard(builder_);
-  builder_.setInsertionPointToEnd(module_.getBody());
-  builder_.create<LLVM::GlobalOp>(loc_, LLVM::LLVMArrayType::get(element, count), /*isConstant=*/true,
-                                  LLVM::Linkage::External, name, mlir::Attribute());
-}
-
-mlir::Value StepBuilder::offset(mlir::Value base, int64_t bytes) {
-  if (bytes == 0)
-    return base;
-  return builder_.create<LLVM::GEPOp>(loc_, ptr_, builder_.getI8Type(), base,
-                                      mlir::ValueRange{integer(builder_.getI64Type(), bytes)}, /*inbounds=*/true);
-}
-
-mlir::Value StepBuilder::pointer(const KernelArg &arg) {
-  auto address = [&](const std::string &global) { return builder_.create<LLVM::AddressOfOp>(loc_, ptr_, global); };
-  switch (arg.kind) {
-  case Kind::Arena:
-    return offset(arena_, arg.value);
-  case Kind::Weight:
-    return offset(address("needle_weights"), arg.value);
-  case Kind::Codebook:
-    return address(fmt::format("needle_codebook{}", arg.value));
-  case Kind::Constant:
-    return address(fmt::format("needle_constant{}", arg.value));
-  case Kind::Int64List: { // numbered in program order, as defineData() fills them
-    const std::string name = fmt::format("needle_list{}", lists_++);
-    declareData(name, builder_.getI64Type(), arg.ints.size());
-    return address(name);
-  }
-  case Kind::PointerList: {
-    const auto array = LLVM::LLVMArrayType::get(ptr_, arg.pointers.size());
-    mlir::Value list = builder_.create<LLVM::AllocaOp>(loc_, ptr_, array, integer(builder_.getI32Type(), 1));
-    const int64_t pointerBytes = runtime_.getDataLayout().getPointerSize();
-    for (size_t i = 0; i < arg.pointers.size(); ++i)
-      builder_.create<LLVM::StoreOp>(loc_, pointer(arg.pointers[i]),
-                                     offset(list, static_cast<int64_t>(i) * pointerBytes));
-    return list;
-  }
-  case Kind::Null:
-    return builder_.create<LLVM::ZeroOp>(loc_, ptr_);
-  default:
-    return {};
-  }
-}
-
-mlir::Value StepBuilder::scalar(const KernelArg &arg, mlir::Type type, const std::string &kernel, size_t index) {
-  auto mismatch = [&]() -> mlir::Value {
-    fail("internal: argument {} of kernel {} does not match the runtime's parameter type", index, kernel);
-  };
-  switch (arg.kind) {
-  case Kind::I32:
-  case Kind::I64:
-    return type.isInteger() ? integer(type, arg.value) : mismatch();
-  case Kind::F32:
-    return type.isF32() ? builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getF32FloatAttr(arg.real))
-                        : mismatch();
-  case Kind::F64:
-    return type.isF64() ? builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getF64FloatAttr(arg.real))
-                        : mismatch();
-  case Kind::Token: // an int32_t, widened where a kernel takes a row index
-    if (type.isInteger(32))
-      return token_;
-    return type.isInteger(64) ? builder_.create<LLVM::SExtOp>(loc_, type, token_).getResult() : mismatch();
-  case Kind::Position:
-    return type.isInteger(64) ? position_ : mismatch();
-  default:
-    return mismatch();
-  }
-}
-
-/// The address of Halide kernel `name`, declared with the type of its linked definition.
-mlir::Value StepBuilder::halideKernel(const std::string &name) {
-  if (!module_.lookupSymbol(name)) {
-    const llvm::FunctionType *type = runtime_.getFunction(name)->getFunctionType();
-    llvm::SmallVector<mlir::Type> params;
-    for (llvm::Type *param : type->params())
-      params.push_back(mlirTypeOf(context_, param, name));
-    mlir::OpBuilder::InsertionGuard guard(builder_);
-    builder_.setInsertionPointToEnd(module_.getBody());
-    builder_.create<LLVM::LLVMFuncOp>(
-        loc_, name, LLVM::LLVMFunctionType::get(mlirTypeOf(context_, type->getReturnType(), name), params));
-  }
-  return builder_.create<LLVM::AddressOfOp>(loc_, ptr_, name);
-}
-
-void StepBuilder::call(const KernelCall &call) {
-  if (call.kernel.empty())
-    return;
-  // A call with a Halide kernel for its shape calls it through the runtime's bridge, which takes
-  // the kernel first, then the bridge's own arguments, then the call's.
-  const HalideKernel *halide = halideKernelOf(halide_, call);
-  LLVM::LLVMFuncOp callee = kernel(halide ? halide->bridge : call.kernel);
-  llvm::SmallVector<mlir::Value> args;
-  if (halide) {
-    args.push_back(halideKernel(halide->name));
-    for (int64_t value : halide->bridgeArgs)
-      args.push_back(integer(builder_.getI64Type(), value));
-  }
-  llvm::ArrayRef<mlir::Type> params = callee.getFunctionType().getParams().drop_front(args.size());
-  if (params.size() != call.args.size())
-    fail("internal: kernel {} takes {} arguments, the program passes {}", call.kernel, params.size(), call.args.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const KernelArg &arg = call.args[i];
-    if (arg.isPointer() != mlir::isa<LLVM::LLVMPointerType>(params[i]))
-      fail("internal: argument {} of kernel {} is {}a pointer, the runtime's parameter {}", i, call.kernel,
-           arg.isPointer() ? "" : "not ", arg.isPointer() ? "is not" : "is");
-    args.push_back(arg.isPointer() ? pointer(arg) : scalar(arg, params[i], call.kernel, i));
-  }
-  builder_.create<LLVM::CallOp>(loc_, callee, args);
-}
-
-mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
-  mlir::OwningOpRef<mlir::ModuleOp> owned = mlir::ModuleOp::create(loc_);
-  module_ = *owned;
-  declareData("needle_weights", builder_.getI8Type(), program_.weights.size());
-  for (const auto &[bits, values] : program_.codebooks)
-    declareData(fmt::format("needle_codebook{}", bits), builder_.getF32Type(), values.size());
-  for (size_t i = 0; i < program_.constants.size(); ++i)
-    declareData(fmt::format("needle_constant{}", i), builder_.getF32Type(), program_.constants[i].size());
-
-  builder_.setInsertionPointToEnd(module_.getBody());
-  const auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_),
-                                                {ptr_, builder_.getI32Type(), builder_.getI64Type()});
-  auto step = builder_.create<LLVM::LLVMFuncOp>(loc_, "needle_step", type);
-  mlir::Block *entry = step.addEntryBlock(builder_);
-  arena_ = entry->getArgument(0);
-  token_ = entry->getArgument(1);
-  position_ = entry->getArgument(2);
-  builder_.setInsertionPointToEnd(entry);
-  for (const KernelCall &kernelCall : program_.step)
-    call(kernelCall);
-  builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
-  return owned;
-}
-
 template <typename T> llvm::Constant *constantArray(llvm::LLVMContext &context, const std::vector<T> &values) {
   return llvm::ConstantDataArray::get(context, llvm::ArrayRef<T>(values));
 }
@@ -567,13 +200,6 @@ void bindKernels(llvm::Module &module) {
     if (!kernel->hasFnAttribute(llvm::Attribute::AlwaysInline))
       kernel->addFnAttr(llvm::Attribute::NoInline);
   }
-}
-
-/// Halide kernels are built with no_runtime: they may call nothing of Halide's runtime.
-void checkNoHalideRuntime(const llvm::Module &module) {
-  for (const llvm::Function &function : module)
-    if (function.isDeclaration() && function.getName().starts_with("halide_") && !function.use_empty())
-      fail("internal: a Halide kernel calls {}, a function of Halide's runtime", function.getName().str());
 }
 
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
@@ -668,7 +294,7 @@ std::string emitObject(const KernelProgram &program, const TargetSpec &target, c
   mlirContext.loadDialect<LLVM::LLVMDialect>();
   mlir::registerBuiltinDialectTranslation(mlirContext);
   mlir::registerLLVMDialectTranslation(mlirContext);
-  mlir::OwningOpRef<mlir::ModuleOp> step = StepBuilder(mlirContext, *runtime, printed, halide).build();
+  mlir::OwningOpRef<mlir::ModuleOp> step = buildStep(mlirContext, *runtime, printed, halide);
   if (mlir::failed(mlir::verify(*step)))
     fail("internal: @step in the LLVM dialect does not verify");
   std::unique_ptr<llvm::Module> stepModule = mlir::translateModuleToLLVMIR(*step, context, "needle_step");

@@ -1,0 +1,164 @@
+#include "codegen/Object/HalideKernels.h"
+#include "codegen/Halide/Kernels.h"
+#include "codegen/Object/TiledLayout.h"
+
+#include "Support/Error.h"
+#include "Support/RoundUp.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <fmt/format.h>
+#include <set>
+
+namespace needle {
+
+namespace {
+
+using Kind = KernelArg::Kind;
+
+/// The kernel and shape of a call Halide may serve.
+std::optional<HalideKey> halideKey(const KernelCall &call) {
+  if (call.kernel == "cq_matvec") // (packed, norms, codebook, bits, rows, cols, x_rot, y)
+    return HalideKey{call.kernel, {call.args[4].value, call.args[5].value, call.args[3].value}};
+  return std::nullopt;
+}
+
+/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
+/// portable kernel stays: a CQ matvec whose rows do not fill whole tiles.
+std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, const KernelProgram &program,
+                                            const HalideChoice &choice) {
+  const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
+  const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
+  if (rows % choice.lanes)
+    return std::nullopt;
+  HalideKernel kernel{
+      fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits), "cq_matvec_halide", {choice.lanes}};
+  set.addCqMatvec({rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))}, kernel.name);
+  return kernel;
+}
+
+} // namespace
+
+std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
+  auto has = [&](const char *feature) { return info.checkFeatures(std::string("+") + feature); };
+  const llvm::Triple triple(target.triple);
+  const std::string os = triple.isOSWindows()                        ? "windows"
+                         : triple.isiOS()                            ? "ios"
+                         : triple.isOSDarwin()                       ? "osx"
+                         : triple.isAndroid()                        ? "android"
+                         : triple.getOS() == llvm::Triple::UnknownOS ? "noos"
+                                                                     : "linux";
+  // Two vectors of partial sums per dot product: independent FMAs hide their latency.
+  switch (target.arch) {
+  case RuntimeArch::X86_64: {
+    HalideChoice choice{"x86-64-" + os, 8};
+    for (const auto &[llvmName, halideName] :
+         {std::pair{"sse4.1", "sse41"}, {"avx", "avx"}, {"avx2", "avx2"}, {"fma", "fma"}, {"f16c", "f16c"}})
+      if (has(llvmName))
+        choice.target += std::string("-") + halideName;
+    if (has("avx"))
+      choice.lanes = 16;
+    if (has("avx512f") && has("avx512cd") && has("avx512bw") && has("avx512dq") && has("avx512vl")) {
+      choice.target += "-avx512-avx512_skylake";
+      choice.lanes = 32;
+    }
+    return choice;
+  }
+  case RuntimeArch::AArch64:
+    return HalideChoice{"arm-64-" + os + (has("dotprod") ? "-arm_dot_prod" : ""), 8};
+  case RuntimeArch::Arm:
+    if (!has("neon"))
+      return std::nullopt;
+    return HalideChoice{"arm-32-" + os, 8};
+  case RuntimeArch::Wasm32:
+    return has("simd128") ? HalideChoice{"wasm-32-wasmrt-wasm_simd128", 8} : HalideChoice{"wasm-32-wasmrt", 4};
+  case RuntimeArch::RiscV64:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCall &call) {
+  const std::optional<HalideKey> key = halideKey(call);
+  const auto it = key ? kernels.find(*key) : kernels.end();
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
+  HalideKernels kernels;
+  HalideKernelSet set(choice.target, choice.lanes);
+  std::set<HalideKey> tried;
+  for (const KernelCall &call : program.step) {
+    const std::optional<HalideKey> key = halideKey(call);
+    if (key && tried.insert(*key).second)
+      if (std::optional<HalideKernel> kernel = addHalideKernel(set, *key, program, choice))
+        kernels.emplace(*key, *kernel);
+  }
+  if (set.empty())
+    return kernels;
+  const std::string bitcode = set.bitcode();
+  auto parsed = llvm::parseBitcodeFile(llvm::MemoryBufferRef(bitcode, "needle_halide_kernels"), module.getContext());
+  if (!parsed)
+    fail("internal: Halide's bitcode does not load: {}", llvm::toString(parsed.takeError()));
+  std::unique_ptr<llvm::Module> linked = std::move(*parsed);
+  linked->setTargetTriple(module.getTargetTriple());
+  linked->setDataLayout(module.getDataLayout());
+  if (llvm::Linker::linkModules(module, std::move(linked)))
+    fail("internal: the Halide kernels do not link");
+  for (const auto &[key, kernel] : kernels)
+    module.getFunction(kernel.name)->addFnAttr(llvm::Attribute::NoInline);
+  return kernels;
+}
+
+void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
+  std::set<int64_t> readElsewhere;
+  for (const KernelCall &call : program.step) {
+    const bool halide = call.kernel == "cq_matvec" && halideKernelOf(kernels, call);
+    for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
+      if (call.args[i].kind == Kind::Weight)
+        readElsewhere.insert(call.args[i].value);
+  }
+  std::vector<uint8_t> &blob = program.weights;
+  std::map<int64_t, int64_t> tiledOffset; // by row-major offset
+  auto place = [&](int64_t offset, std::vector<uint8_t> tiled) {
+    auto [it, inserted] = tiledOffset.try_emplace(offset, offset);
+    if (!inserted)
+      return it->second;
+    if (readElsewhere.count(offset)) {
+      blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
+      it->second = static_cast<int64_t>(blob.size());
+      blob.insert(blob.end(), tiled.begin(), tiled.end());
+    } else {
+      std::copy(tiled.begin(), tiled.end(), blob.begin() + offset);
+    }
+    return it->second;
+  };
+  for (KernelCall &call : program.step) {
+    const HalideKernel *kernel = halideKernelOf(kernels, call);
+    if (call.kernel != "cq_matvec" || !kernel)
+      continue;
+    const int64_t rows = call.args[4].value, cols = call.args[5].value, bits = call.args[3].value;
+    const int64_t tile = kernel->bridgeArgs[0], groups = roundUp(cols, 128) / 128;
+    KernelArg &packed = call.args[0], &norms = call.args[1];
+    if (!tiledOffset.count(packed.value)) {
+      const int64_t rowBytes = groups * 128 * bits / 8;
+      packed.value = place(packed.value, tileRows(&blob[static_cast<size_t>(packed.value)], rows, rowBytes, 1, tile));
+      norms.value = place(norms.value, tileRows(&blob[static_cast<size_t>(norms.value)], rows, groups, 2, tile));
+    } else {
+      packed.value = tiledOffset.at(packed.value);
+      norms.value = tiledOffset.at(norms.value);
+    }
+  }
+}
+
+void checkNoHalideRuntime(const llvm::Module &module) {
+  for (const llvm::Function &function : module)
+    if (function.isDeclaration() && function.getName().starts_with("halide_") && !function.use_empty())
+      fail("internal: a Halide kernel calls {}, a function of Halide's runtime", function.getName().str());
+}
+
+} // namespace needle
