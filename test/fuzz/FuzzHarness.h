@@ -18,8 +18,8 @@
 
 namespace needle::fuzz {
 
-/// config.json of the small model that the model seeds (corpus/*/small*) were made from by
-/// make-seeds.sh: corpus/config/small.json, embedded at build time.
+/// config.json of the small model that the model seeds (seeds/*/small*) were made from by
+/// make-seeds.sh: seeds/config/small.json, generated and embedded at build time.
 inline constexpr std::string_view kSmallConfig =
 #include "SmallConfig.inc"
     ;

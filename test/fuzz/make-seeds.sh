@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Regenerates the seed corpora in test/fuzz/corpus/ (docs/reliability.md) with the tools in BIN
-# (default build/bin) and the IR of the lit tests. Seeds are valid and nearly valid inputs. The
+# Generates the seed corpora (docs/reliability.md) into OUT (every build does, into
+# <build>/test/fuzz/seeds) with the tools in BIN (default build/bin) and the IR of the lit tests. Seeds are valid and nearly valid inputs. The
 # model seeds come from the smallest config that still reaches every path of a block (an engram
-# site, taps, a sliding window, 2- and 4-bit CQ): corpus/config/small.json, which the harnesses
+# site, taps, a sliding window, 2- and 4-bit CQ): seeds/config/small.json, which the harnesses
 # embed, so the IR and safetensors seeds match the model they are checked against.
 set -euo pipefail
+out=$(realpath -m "${OUT:?set OUT to the directory to write the seeds to}")
 cd "$(dirname "$0")"
 bin=$(realpath "${BIN:-../../build/bin}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-rm -rf corpus
-mkdir -p corpus/{config,safetensors,lora,needle,ir,runtime}
+rm -rf "$out"
+mkdir -p "$out"/{config,safetensors,lora,needle,ir,runtime}
 
 small=(--preset tiny --set vocab_size=16 --set num_heads=2 --set num_kv_heads=1 --set qk_head_dim=4
        --set v_head_dim=4 --set num_layers=1 --set max_seq_len=16 --set sliding_window=4 --set 'global_layers=[]'
@@ -18,35 +19,35 @@ small=(--preset tiny --set vocab_size=16 --set num_heads=2 --set num_kv_heads=1 
        --set embedding_queries=1 --set confidence_probes=1 --set confidence_queries=1)
 "$bin/needle-synth" "${small[@]}" -o "$tmp/small"
 "$bin/needle-synth" "${small[@]}" --quantized -o "$tmp/small-cq"
-"$bin/needle-synth" "${small[@]}" --quantized -o corpus/needle/small.needle
+"$bin/needle-synth" "${small[@]}" --quantized -o "$out"/needle/small.needle
 # The IR of the float model as needlec quantizes it (the harness does the same in memory); needlec
 # writes the quantized weights beside the IR, which the seeds leave behind.
 "$bin/needlec" "$tmp/small" --emit mlir -o "$tmp/small.mlir"
 "$bin/needlec" "$tmp/small" --passes none --emit mlir -o "$tmp/small-imported.mlir"
-cp "$tmp/small.mlir" "$tmp/small-imported.mlir" corpus/ir/
+cp "$tmp/small.mlir" "$tmp/small-imported.mlir" "$out"/ir/
 "$bin/needle-synth" --preset tiny -o "$tmp/tiny"
 "$bin/needle-synth" --preset needle3 -o "$tmp/needle3"
 "$bin/needle-synth" --preset tiny --lora-adapter 1 -o "$tmp/lora1.safetensors"
 "$bin/needle-synth" --preset tiny --lora-adapter 2 -o "$tmp/lora2.safetensors"
-cp "$tmp/small/config.json" corpus/config/small.json
-cp "$tmp/tiny/config.json" corpus/config/tiny.json
-cp "$tmp/needle3/config.json" corpus/config/needle3.json
-cp "$tmp/small-cq/model.safetensors" corpus/safetensors/small-cq.safetensors
+cp "$tmp/small/config.json" "$out"/config/small.json
+cp "$tmp/tiny/config.json" "$out"/config/tiny.json
+cp "$tmp/needle3/config.json" "$out"/config/needle3.json
+cp "$tmp/small-cq/model.safetensors" "$out"/safetensors/small-cq.safetensors
 
 # The lit tests' needle IR without their comments, one file per split-input-file case.
 for file in ../lit/dialect/*.mlir ../lit/passes/*.mlir; do
-  awk -v out="corpus/ir/$(basename "$file" .mlir)" '
+  awk -v out="$out/ir/$(basename "$file" .mlir)" '
     BEGIN { name = out "-0.mlir" }
     /^\/\/ -----/ { close(name); name = out "-" ++n ".mlir"; next }
     /^ *\/\// { next }
     { print > name }' "$file"
 done
 
-TMP=$tmp python3 - <<'EOF'
+TMP=$tmp OUT=$out python3 - <<'EOF'
 """Nearly valid variants, small hand-made files and the runtime's call sequences."""
 import json, os, struct
 
-tmp = os.environ["TMP"]
+tmp, out = os.environ["TMP"], os.environ["OUT"]
 
 def safetensors(path, tensors, metadata=None, header=None):
     """tensors: (name, dtype, shape, bytes); header: replaces the JSON header text."""
@@ -68,10 +69,10 @@ def read_safetensors(path):
                   for k, v in head.items()}
 
 # config.json: every optional field, Needle's options at their defaults, and broken rules.
-tiny = json.load(open("corpus/config/tiny.json"))
+tiny = json.load(open(f"{out}/config/tiny.json"))
 def config(name, **changes):
     c = dict(tiny, **changes)
-    json.dump({k: v for k, v in c.items() if v is not None}, open(f"corpus/config/{name}.json", "w"), indent=1)
+    json.dump({k: v for k, v in c.items() if v is not None}, open(f"{out}/config/{name}.json", "w"), indent=1)
 config("optional", ladder_order=[5, 4, 3, 2, 1, 0], source_blocks=[0, 2, 4, 6, 8, 10], engram_heads=0)
 config("needle-options", attention_gate="elementwise", hada_factor_mode="shared", engram_bank_ids=[],
        cla_pairs=[], engram_seed_heads=0, out_vocab=256, kv_window=0, ladder_widths=[])
@@ -83,16 +84,16 @@ config("bad-scheme", quantization={"scheme": "attn=5,default=2", "group_size": 1
 
 # safetensors: each dtype, metadata, empty and scalar shapes, and broken headers.
 f = lambda *v: struct.pack(f"<{len(v)}f", *v)
-safetensors("corpus/safetensors/dtypes.safetensors",
+safetensors(f"{out}/safetensors/dtypes.safetensors",
             [("f32", "F32", [2, 2], f(1, 2, 3, 4)), ("f16", "F16", [2], b"\x00\x3c\x00\xc0"),
              ("bf16", "BF16", [1, 2], b"\x80\x3f\x00\x40"), ("u8", "U8", [3], b"\x01\x02\x03"),
              ("i32", "I32", [1], struct.pack("<i", -7)), ("empty", "F32", [0, 4], b""), ("scalar", "F32", [], f(5))],
             metadata={"format": "pt", "note": "x"})
-safetensors("corpus/safetensors/empty.safetensors", [])
-safetensors("corpus/safetensors/overlap.safetensors", [], header='{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+safetensors(f"{out}/safetensors/empty.safetensors", [])
+safetensors(f"{out}/safetensors/overlap.safetensors", [], header='{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
             '"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}        ')
-safetensors("corpus/safetensors/bad-dtype.safetensors", [("x", "F64", [1], b"\0" * 8)])
-safetensors("corpus/safetensors/short-data.safetensors", [], header='{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}')
+safetensors(f"{out}/safetensors/bad-dtype.safetensors", [("x", "F64", [1], b"\0" * 8)])
+safetensors(f"{out}/safetensors/short-data.safetensors", [], header='{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}')
 
 # LoRA adapters for the tiny preset: one or two targets, F32, F16 and BF16, and broken pairs.
 meta1, lora1 = read_safetensors(f"{tmp}/lora1.safetensors")
@@ -104,19 +105,19 @@ def to16(entry, dtype):
     if dtype == "F16":
         return name, dtype, shape, struct.pack(f"<{len(values)}e", *values)
     return name, dtype, shape, b"".join(struct.pack("<f", v)[2:] for v in values)
-safetensors("corpus/lora/k-rank1.safetensors", pair(lora1, "blocks.0.attn.k"), meta1)
-safetensors("corpus/lora/qo-rank2.safetensors", pair(lora2, "blocks.5.attn.q") + pair(lora2, "blocks.2.attn.o"), meta2)
-safetensors("corpus/lora/v-f16.safetensors", [to16(e, "F16") for e in pair(lora1, "blocks.3.attn.v")], meta1)
-safetensors("corpus/lora/gate-bf16.safetensors", [to16(e, "BF16") for e in pair(lora1, "blocks.1.attn.gate")], meta1)
-safetensors("corpus/lora/missing-b.safetensors", pair(lora1, "blocks.0.attn.q")[:1], meta1)
-safetensors("corpus/lora/bad-rank.safetensors", pair(lora1, "blocks.0.attn.q"), {"lora_alpha": "2", "lora_r": "1.5"})
-safetensors("corpus/lora/no-target.safetensors", [("final_norm.lora_A",) + lora1["blocks.0.attn.k.lora_A"],
+safetensors(f"{out}/lora/k-rank1.safetensors", pair(lora1, "blocks.0.attn.k"), meta1)
+safetensors(f"{out}/lora/qo-rank2.safetensors", pair(lora2, "blocks.5.attn.q") + pair(lora2, "blocks.2.attn.o"), meta2)
+safetensors(f"{out}/lora/v-f16.safetensors", [to16(e, "F16") for e in pair(lora1, "blocks.3.attn.v")], meta1)
+safetensors(f"{out}/lora/gate-bf16.safetensors", [to16(e, "BF16") for e in pair(lora1, "blocks.1.attn.gate")], meta1)
+safetensors(f"{out}/lora/missing-b.safetensors", pair(lora1, "blocks.0.attn.q")[:1], meta1)
+safetensors(f"{out}/lora/bad-rank.safetensors", pair(lora1, "blocks.0.attn.q"), {"lora_alpha": "2", "lora_r": "1.5"})
+safetensors(f"{out}/lora/no-target.safetensors", [("final_norm.lora_A",) + lora1["blocks.0.attn.k.lora_A"],
                                                   ("final_norm.lora_B",) + lora1["blocks.0.attn.k.lora_B"]], meta1)
 
 # .needle: cut inside the payload, and a flipped byte in the FlatBuffers header.
-image = open("corpus/needle/small.needle", "rb").read()
-open("corpus/needle/truncated.needle", "wb").write(image[:len(image) // 2])
-open("corpus/needle/flipped.needle", "wb").write(image[:64] + bytes([image[64] ^ 0x40]) + image[65:])
+image = open(f"{out}/needle/small.needle", "rb").read()
+open(f"{out}/needle/truncated.needle", "wb").write(image[:len(image) // 2])
+open(f"{out}/needle/flipped.needle", "wb").write(image[:64] + bytes([image[64] ^ 0x40]) + image[65:])
 
 # Runtime call sequences (RuntimeFuzzer.cpp): a fill byte, then calls, each an op byte (mod 5:
 # 0 feed n tokens, 1 reset, 2 reopen, 3 NULL arguments, 4 refused opens) and its bytes.
@@ -129,6 +130,5 @@ runtime = {
     "arguments": b"\x44" + feed(8, 9) + b"\x03\x02\x05" + b"\x04\x07\x01" + feed(10),
 }
 for name, calls in runtime.items():
-    open(f"corpus/runtime/{name}", "wb").write(calls)
+    open(f"{out}/runtime/{name}", "wb").write(calls)
 EOF
-du -sh corpus/*

@@ -1,3 +1,0 @@
-
-func.func @group(%w: !needle.cq<2, 100, [4, 128]>) { return }
-

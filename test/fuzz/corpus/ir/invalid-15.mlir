@@ -1,6 +1,0 @@
-
-func.func @engram_tables(%w: !needle.cq<2, 128, [3, 64, 128]>, %t: i32) {
-  %r = needle.engram_gather %w, %t, %t {orders = array<i64: 2, 3>, heads = 1} : (!needle.cq<2, 128, [3, 64, 128]>, i32, i32) -> tensor<384xf32>
-  return
-}
-

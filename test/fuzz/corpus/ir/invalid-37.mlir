@@ -1,6 +1,0 @@
-
-func.func @residual_gate(%x: tensor<8xf32>, %g: tensor<2xf32>) {
-  %r = needle.residual_gate %x, %x, %x, %g {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2xf32>) -> tensor<8xf32>
-  return
-}
-

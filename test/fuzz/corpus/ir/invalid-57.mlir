@@ -1,6 +1,0 @@
-
-func.func @attention_split(%q: tensor<15xf32>, %k: tensor<8xf32>) {
-  %r = needle.attention %q, %k, %k {heads = 4, kv_heads = 2, window = 0} : (tensor<15xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<16xf32>
-  return
-}
-

@@ -1,6 +1,0 @@
-
-func.func @residual_gate_norm(%x: tensor<8xf32>, %n: tensor<6xf32>, %g: tensor<1xf32>) {
-  %r = needle.residual_gate %x, %x, %n, %g {eps = 1.0e-6 : f32} : (tensor<8xf32>, tensor<8xf32>, tensor<6xf32>, tensor<1xf32>) -> tensor<8xf32>
-  return
-}
-

@@ -1,6 +1,0 @@
-
-func.func @weight_dynamic() {
-  %w = needle.weight "attn.q" block 0 : tensor<?x4xf32>
-  return
-}
-
