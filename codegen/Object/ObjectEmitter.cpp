@@ -202,6 +202,15 @@ void bindKernels(llvm::Module &module) {
   }
 }
 
+/// The symbols an object of `name` defines for the program (docs/c-interface.md), sorted.
+std::vector<std::string> exportedSymbols(const std::string &name) {
+  std::vector<std::string> symbols;
+  for (const char *function : kInterfaceFunctions)
+    symbols.push_back(name + "_" + function);
+  std::sort(symbols.begin(), symbols.end());
+  return symbols;
+}
+
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
 void exportInterface(llvm::Module &module, const std::string &name) {
   for (const char *function : kInterfaceFunctions) {
@@ -264,15 +273,7 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
 
 } // namespace
 
-std::vector<std::string> exportedSymbols(const std::string &name) {
-  std::vector<std::string> symbols;
-  for (const char *function : kInterfaceFunctions)
-    symbols.push_back(name + "_" + function);
-  std::sort(symbols.begin(), symbols.end());
-  return symbols;
-}
-
-std::string emitObject(const KernelProgram &program, const TargetSpec &target, const ObjectOptions &options,
+std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
                        std::vector<PhaseTime> *times) {
   PhaseClock clock(times);
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target);
@@ -280,21 +281,18 @@ std::string emitObject(const KernelProgram &program, const TargetSpec &target, c
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
-  KernelProgram tiled;
   if (options.kernels == KernelChoice::Halide)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);
-      tiled = program;
-      tileHalideWeights(tiled, halide);
+      tileHalideWeights(program, halide);
       clock.done(fmt::format("Halide kernels ({})", choice->target).c_str());
     }
-  const KernelProgram &printed = halide.empty() ? program : tiled;
 
   mlir::MLIRContext mlirContext;
   mlirContext.loadDialect<LLVM::LLVMDialect>();
   mlir::registerBuiltinDialectTranslation(mlirContext);
   mlir::registerLLVMDialectTranslation(mlirContext);
-  mlir::OwningOpRef<mlir::ModuleOp> step = buildStep(mlirContext, *runtime, printed, halide);
+  mlir::OwningOpRef<mlir::ModuleOp> step = buildStep(mlirContext, *runtime, program, halide);
   if (mlir::failed(mlir::verify(*step)))
     fail("internal: @step in the LLVM dialect does not verify");
   std::unique_ptr<llvm::Module> stepModule = mlir::translateModuleToLLVMIR(*step, context, "needle_step");
@@ -309,7 +307,7 @@ std::string emitObject(const KernelProgram &program, const TargetSpec &target, c
   std::unique_ptr<llvm::Module> module = std::move(runtime);
   module->setModuleIdentifier(options.name);
   module->setSourceFileName(options.name);
-  defineData(*module, printed);
+  defineData(*module, program);
   bindKernels(*module);
   checkNoHalideRuntime(*module);
   exportInterface(*module, options.name);

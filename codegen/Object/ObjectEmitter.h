@@ -30,12 +30,10 @@ struct PhaseTime {
   double seconds;
 };
 
-/// The object (or assembly, or LLVM IR text) of `program` for `target`. `times`, if given,
-/// receives the phase times.
-std::string emitObject(const KernelProgram &program, const TargetSpec &target, const ObjectOptions &options,
+/// The object (or assembly, or LLVM IR text) of `program` for `target`. `program` is taken by
+/// value: the Halide kernels re-lay its weights in place. `times`, if given, receives the phase
+/// times.
+std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
                        std::vector<PhaseTime> *times = nullptr);
-
-/// The symbols an object of `name` defines for the program (docs/c-interface.md), sorted.
-std::vector<std::string> exportedSymbols(const std::string &name);
 
 } // namespace needle

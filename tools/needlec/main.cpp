@@ -272,23 +272,21 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
 
 /// OUT.o + OUT.h (--emit obj), OUT.ll (--emit llvm) or OUT.s (--emit asm) for the target.
 void emitObjectFile(const CommandLine &cl, const std::string &input, const std::string &out,
-                    const PrepareOptions &options, const std::string &emit) {
+                    const PrepareOptions &options, const std::string &emit, const TargetSpec &target) {
   const ObjectOutput output = emit == "obj"    ? ObjectOutput::Object
                               : emit == "llvm" ? ObjectOutput::LlvmIr
                                                : ObjectOutput::Assembly;
   if (out == "-" && output == ObjectOutput::Object)
     fail("-o -: --emit obj writes OUT.o and OUT.h; give a path");
-  const TargetSpec target =
-      resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""), cl.value("mattr").value_or(""));
   std::vector<PhaseTime> times;
-  const KernelProgram program = compileProgram(cl, input, options, "--emit " + emit, times);
+  KernelProgram program = compileProgram(cl, input, options, "--emit " + emit, times);
   ObjectOptions objectOptions;
   objectOptions.name = cl.value("name").value_or("needle_model");
   objectOptions.output = output;
   const std::string kernels = cl.value("kernels").value_or("halide");
   objectOptions.kernels = kernels == "halide" ? KernelChoice::Halide : KernelChoice::Portable;
   const std::string &name = objectOptions.name;
-  const std::string bytes = emitObject(program, target, objectOptions, &times);
+  const std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (out == "-") {
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
   } else if (output == ObjectOutput::Object) {
@@ -381,8 +379,10 @@ int run(int argc, char **argv) {
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
   // A bad --target fails first, whatever --emit; only the object backend needs its architecture.
+  std::optional<TargetSpec> target;
   if (object)
-    resolveTarget(cl.value("target").value_or("host"), "", "");
+    target = resolveTarget(cl.value("target").value_or("host"), cl.value("mcpu").value_or(""),
+                           cl.value("mattr").value_or(""));
   else
     checkTargetName(cl.value("target").value_or("host"));
   checkName(cl.value("name").value_or("needle_model"));
@@ -406,7 +406,7 @@ int run(int argc, char **argv) {
   else if (emit == "cpp")
     emitCpp(cl, input, out, options);
   else if (object)
-    emitObjectFile(cl, input, out, options, emit);
+    emitObjectFile(cl, input, out, options, emit, *target);
   else
     emitNeedle(cl, input, out, options);
   return 0;
