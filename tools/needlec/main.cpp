@@ -270,7 +270,8 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
   source.commit();
 }
 
-/// OUT.o + OUT.h (--emit obj), OUT.ll (--emit llvm) or OUT.s (--emit asm) for the target.
+/// OUT.o + OUT.h (--emit obj), or the LLVM IR (--emit llvm) or assembly (--emit asm) as OUT, for
+/// the target.
 void emitObjectFile(const CommandLine &cl, const std::string &input, const std::string &out,
                     const PrepareOptions &options, const std::string &emit, const TargetSpec &target) {
   const ObjectOutput output = emit == "obj"    ? ObjectOutput::Object
@@ -296,7 +297,7 @@ void emitObjectFile(const CommandLine &cl, const std::string &input, const std::
     header.commit();
     object.commit();
   } else {
-    PendingOutput text(out + (output == ObjectOutput::LlvmIr ? ".ll" : ".s"), PendingOutput::Kind::File);
+    PendingOutput text(out, PendingOutput::Kind::File);
     text.write(bytes);
     text.commit();
   }
@@ -315,10 +316,6 @@ std::vector<std::string> outputsOf(const std::string &emit, const std::string &o
     return {out + ".cpp", out + ".h"};
   if (emit == "obj")
     return {out + ".o", out + ".h"};
-  if (emit == "llvm")
-    return {out + ".ll"};
-  if (emit == "asm")
-    return {out + ".s"};
   return {out};
 }
 
@@ -347,21 +344,21 @@ void emitNeedle(const CommandLine &cl, const std::string &input, const std::stri
 }
 
 int run(int argc, char **argv) {
-  CommandLine cl("needlec", "needlec MODEL [options] -o OUT",
-                 {{"layers", "N", "ladder depth to compile (default: all blocks)"},
-                  {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
-                  {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
-                  {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
-                  {"kernels", "K", "halide (default: Halide's where it serves the target) or portable"},
-                  {"emit", "KIND",
-                   "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm (OUT.ll), asm (OUT.s), needle or mlir"},
-                  {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
-                  {"name", "NAME", "C symbol prefix (default needle_model)"},
-                  {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
-                  {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
-                  {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
-                  {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
-                  {"o", "OUT", "output path (- for stdout with --emit mlir)"}});
+  CommandLine cl(
+      "needlec", "needlec MODEL [options] -o OUT",
+      {{"layers", "N", "ladder depth to compile (default: all blocks)"},
+       {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
+       {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
+       {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
+       {"kernels", "K", "halide (default: Halide's where it serves the target) or portable"},
+       {"emit", "KIND", "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm, asm, needle or mlir (OUT)"},
+       {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
+       {"name", "NAME", "C symbol prefix (default needle_model)"},
+       {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
+       {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
+       {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
+       {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
+       {"o", "OUT", "output path (- for stdout with --emit mlir)"}});
   cl.passThrough("mlir-", "MLIR's pass-manager and printing flags: --mlir-timing, --mlir-print-ir-after-all, "
                           "--mlir-print-ir-after=<pass>, --mlir-print-debuginfo, ...");
   if (!cl.parse(argc, argv))
