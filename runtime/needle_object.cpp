@@ -19,7 +19,7 @@ extern "C" {
 // Defined by the model's module.
 extern const needle_rt::ModelFacts needle_facts;
 extern const ModelInfo needle_info;
-void needle_step(unsigned char *arena, int32_t token, int64_t t);
+void needle_step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
@@ -68,6 +68,29 @@ inline Buffer buffer(const void *host, Type type, int32_t dimensions, Dimension 
 
 using CqMatvecKernel = int (*)(Buffer *packed, Buffer *norms, Buffer *x_rot, Buffer *y);
 
+/// Calls a CQ kernel on the tiled weights: for one token (n = 1: x_rot and y 1-D) or for n
+/// tokens (x_rot and y (column, token), `stride` floats between tokens).
+__attribute__((always_inline)) inline void cq_matmul_tokens(CqMatvecKernel kernel, int64_t tile, const uint8_t *packed,
+                                                            const uint16_t *norms, const float *codebook, int bits,
+                                                            int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                            int64_t stride, int64_t n) {
+  (void)codebook; // built into the kernel
+  const auto row_bytes = static_cast<int32_t>(needle_rt::cq_row_bytes(cols, bits));
+  const auto groups = static_cast<int32_t>(needle_rt::cq_groups(cols));
+  const auto lanes = static_cast<int32_t>(tile), tiles = static_cast<int32_t>(rows / tile);
+  const Dimension tokens = {0, static_cast<int32_t>(n), static_cast<int32_t>(stride), 0};
+  Dimension packed_dim[] = {{0, lanes, 1, 0}, {0, row_bytes, lanes, 0}, {0, tiles, lanes * row_bytes, 0}};
+  Dimension norms_dim[] = {{0, lanes, 1, 0}, {0, groups, lanes, 0}, {0, tiles, lanes * groups, 0}};
+  Dimension x_dim[] = {{0, groups * static_cast<int32_t>(needle_rt::cq_group), 1, 0}, tokens};
+  Dimension y_dim[] = {{0, static_cast<int32_t>(rows), 1, 0}, tokens};
+  const int32_t dimensions = n == 1 ? 1 : 2;
+  Buffer packed_buffer = buffer(packed, {1, 8, 1}, 3, packed_dim);
+  Buffer norms_buffer = buffer(norms, {1, 16, 1}, 3, norms_dim);
+  Buffer x_buffer = buffer(x_rot, {2, 32, 1}, dimensions, x_dim);
+  Buffer y_buffer = buffer(y, {2, 32, 1}, dimensions, y_dim);
+  kernel(&packed_buffer, &norms_buffer, &x_buffer, &y_buffer);
+}
+
 /// needle_rt::cq_matvec through a Halide kernel generated for this shape (and its codebook), on
 /// weights in the tiled layout: rows in tiles of `tile`, packed[tile][byte][lane] and
 /// norms[tile][group][lane] (docs/targets.md). Always inlined, so each call names its kernel
@@ -75,19 +98,18 @@ using CqMatvecKernel = int (*)(Buffer *packed, Buffer *norms, Buffer *x_rot, Buf
 __attribute__((always_inline)) inline void cq_matvec(CqMatvecKernel kernel, int64_t tile, const uint8_t *packed,
                                                      const uint16_t *norms, const float *codebook, int bits,
                                                      int64_t rows, int64_t cols, const float *x_rot, float *y) {
-  (void)codebook; // built into the kernel
-  const auto row_bytes = static_cast<int32_t>(needle_rt::cq_row_bytes(cols, bits));
-  const auto groups = static_cast<int32_t>(needle_rt::cq_groups(cols));
-  const auto lanes = static_cast<int32_t>(tile), tiles = static_cast<int32_t>(rows / tile);
-  Dimension packed_dim[] = {{0, lanes, 1, 0}, {0, row_bytes, lanes, 0}, {0, tiles, lanes * row_bytes, 0}};
-  Dimension norms_dim[] = {{0, lanes, 1, 0}, {0, groups, lanes, 0}, {0, tiles, lanes * groups, 0}};
-  Dimension x_dim[] = {{0, groups * static_cast<int32_t>(needle_rt::cq_group), 1, 0}};
-  Dimension y_dim[] = {{0, static_cast<int32_t>(rows), 1, 0}};
-  Buffer packed_buffer = buffer(packed, {1, 8, 1}, 3, packed_dim);
-  Buffer norms_buffer = buffer(norms, {1, 16, 1}, 3, norms_dim);
-  Buffer x_buffer = buffer(x_rot, {2, 32, 1}, 1, x_dim);
-  Buffer y_buffer = buffer(y, {2, 32, 1}, 1, y_dim);
-  kernel(&packed_buffer, &norms_buffer, &x_buffer, &y_buffer);
+  cq_matmul_tokens(kernel, tile, packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
+}
+
+/// needle_rt::cq_matmul through the Halide kernels of its shape: the matvec for one token, the
+/// batched kernel (x_rot and y as (column, token) with `stride` floats between tokens) for more.
+__attribute__((always_inline)) inline void cq_matmul(CqMatvecKernel matvec, CqMatvecKernel matmul, int64_t tile,
+                                                     const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                     const float *x_rot, float *y, int64_t stride, int64_t n) {
+  if (n == 1)
+    return cq_matvec(matvec, tile, packed, norms, codebook, bits, rows, cols, x_rot, y);
+  cq_matmul_tokens(matmul, tile, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 } // namespace needle_halide
@@ -99,6 +121,7 @@ __attribute__((always_inline)) inline void cq_matvec(CqMatvecKernel kernel, int6
 NEEDLE_KERNEL(attention)
 NEEDLE_KERNEL(block_update)
 NEEDLE_KERNEL(causal_taps)
+NEEDLE_KERNEL(cq_matmul)
 NEEDLE_KERNEL(cq_matvec)
 NEEDLE_KERNEL(cq_row)
 NEEDLE_KERNEL(engram_gate)
@@ -126,3 +149,4 @@ NEEDLE_KERNEL(sigmoid_gate)
 NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
+extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;

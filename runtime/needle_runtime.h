@@ -178,6 +178,81 @@ inline void cq_matvec(const uint8_t *packed, const uint16_t *norms, const float 
   }
 }
 
+/// Decodes one group of 128 indices packed at `bits` (as cq_group_dot reads them) into
+/// out[i·stride] = c[idx_i].
+inline void cq_group_decode(const uint8_t *p, int bits, const float *c, float *out, int64_t stride) {
+  if (bits == 2) {
+    for (int j = 0; j < 32; ++j, out += 4 * stride) {
+      const unsigned b = p[j];
+      out[0] = c[b & 3u], out[stride] = c[(b >> 2) & 3u], out[2 * stride] = c[(b >> 4) & 3u];
+      out[3 * stride] = c[b >> 6];
+    }
+  } else if (bits == 4) {
+    for (int j = 0; j < 64; ++j, out += 2 * stride)
+      out[0] = c[p[j] & 15u], out[stride] = c[p[j] >> 4];
+  } else {
+    for (int j = 0; j < 48; j += 3) {
+      const uint32_t w = p[j] | (static_cast<uint32_t>(p[j + 1]) << 8) | (static_cast<uint32_t>(p[j + 2]) << 16);
+      for (int k = 0; k < 8; ++k, out += stride)
+        out[0] = c[(w >> (3 * k)) & 7u];
+    }
+  }
+}
+
+/// acc[r] = Σ_i w[i][r] x[i] for 8 rows at once: with GCC and Clang as one 8-float vector (the
+/// compilers' own vectorizers shuffle this loop nest badly), else plainly.
+inline void rows8_dot(const float (*w)[8], const float *x, float *acc) {
+#if defined(__GNUC__)
+  typedef float f32x8 __attribute__((vector_size(32)));
+  f32x8 sum = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < cq_group; ++i) {
+    f32x8 row;
+    std::memcpy(&row, w[i], sizeof row);
+    sum += row * x[i];
+  }
+  std::memcpy(acc, &sum, sizeof sum);
+#else
+  for (int64_t r = 0; r < 8; ++r)
+    acc[r] = 0.0f;
+  for (int64_t i = 0; i < cq_group; ++i)
+    for (int64_t r = 0; r < 8; ++r)
+      acc[r] += w[i][r] * x[i];
+#endif
+}
+
+/// cq_matvec for n tokens at once (a batched step, docs/codegen.md): token j's x_rot and y are
+/// j·stride floats after token 0's. A group of 8 rows is decoded once for all n tokens, and each
+/// token's sums over it run across the 8 rows (a loop without a reduction, so it vectorizes).
+inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                      int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+  if (n == 1)
+    return cq_matvec(packed, norms, codebook, bits, rows, cols, x_rot, y);
+  constexpr int64_t tile = 8;
+  const int64_t groups = cq_groups(cols), row_bytes = cq_row_bytes(cols, bits), group_bytes = 16 * bits;
+  float w[cq_group][tile], scale[tile], acc[tile];
+  for (int64_t r0 = 0; r0 < rows; r0 += tile) {
+    const int64_t count = rows - r0 < tile ? rows - r0 : tile;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = 0; r < count; ++r)
+        y[j * stride + r0 + r] = 0.0f;
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t r = 0; r < tile; ++r) {
+        scale[r] = r < count ? half_to_float(norms[(r0 + r) * groups + g]) : 0.0f;
+        if (r < count)
+          cq_group_decode(packed + (r0 + r) * row_bytes + g * group_bytes, bits, codebook, &w[0][r], tile);
+        else
+          for (int64_t i = 0; i < cq_group; ++i)
+            w[i][r] = 0.0f;
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        rows8_dot(w, x_rot + j * stride + g * cq_group, acc);
+        for (int64_t r = 0; r < count; ++r)
+          y[j * stride + r0 + r] += scale[r] * acc[r];
+      }
+    }
+  }
+}
+
 /// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =
 /// c[idx[row,g,i]] · n16[row,g], [cq_padded_cols(cols)] floats (hadamard() of it decodes the
 /// row). The same single product per value as cq::decodeRotatedRows, so bit-identical to it.
@@ -761,11 +836,13 @@ inline void kron_mlp_flat(int64_t d_model, int64_t n, int64_t ba, int64_t bb, co
 struct ModelFacts {
   int64_t arena_size, arena_align, outputs_end, max_seq_len, vocab_size, embedding_dim;
   int64_t logits, confidence, embedding;
+  int64_t batch; // tokens one call of the step carries at most
   float confidence_bias;
 };
 
-/// One token through the model: writes its outputs and state into the arena.
-using StepFunction = void (*)(unsigned char *arena, int32_t token, int64_t t);
+/// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and
+/// the last token's outputs, into the arena.
+using StepFunction = void (*)(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
 
 /// The header's NEEDLE_* status codes.
 enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
@@ -800,8 +877,12 @@ inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, con
   SessionHeader *h = static_cast<SessionHeader *>(arena);
   if (n > static_cast<size_t>(m.max_seq_len - h->position))
     return status_err_full;
-  for (size_t i = 0; i < n; ++i)
-    step(static_cast<unsigned char *>(arena), tokens[i], h->position++);
+  for (size_t i = 0; i < n;) {
+    const int64_t count = static_cast<int64_t>(n - i) < m.batch ? static_cast<int64_t>(n - i) : m.batch;
+    step(static_cast<unsigned char *>(arena), tokens + i, count, h->position);
+    h->position += count;
+    i += static_cast<size_t>(count);
+  }
   return status_ok;
 }
 

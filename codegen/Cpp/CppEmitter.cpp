@@ -53,6 +53,7 @@ public:
 private:
   std::string arg(const KernelArg &a);
   void printCall(const KernelCall &call);
+  void printStage(const StepStage &stage);
   std::string interface() const;
 
   const KernelProgram &program_;
@@ -60,12 +61,16 @@ private:
   std::string lists_, body_; // namespace-scope int64_t arrays; the body of step()
   int listCount_ = 0, pointerListCount_ = 0;
   std::string pointerLists_; // local arrays the current call needs
+  std::string indent_;       // of the current stage's calls
+  bool perToken_ = false;    // whether the calls are token i's (else token 0's)
 };
 
 std::string Printer::arg(const KernelArg &a) {
   using Kind = KernelArg::Kind;
   switch (a.kind) {
   case Kind::Arena:
+    if (perToken_ && a.value >= program_.facts.outputsEnd)
+      return fmt::format("a<{}>(arena, {}, i)", a.element, a.value);
     return fmt::format("a<{}>(arena, {})", a.element, a.value);
   case Kind::Weight:
     return fmt::format("w<{}>({})", a.element, a.value);
@@ -83,7 +88,7 @@ std::string Printer::arg(const KernelArg &a) {
     std::string pointers;
     for (const KernelArg &pointer : a.pointers)
       pointers += arg(pointer) + ", ";
-    pointerLists_ += fmt::format("  const float *const {}[] = {{{}}};\n", name, pointers);
+    pointerLists_ += fmt::format("{}  const float *const {}[] = {{{}}};\n", indent_, name, pointers);
     return name;
   }
   case Kind::Null:
@@ -96,28 +101,47 @@ std::string Printer::arg(const KernelArg &a) {
   case Kind::F64:
     return fmt::format("{:a}", a.real);
   case Kind::Token:
-    return "token";
+    return "tokens[i]";
   case Kind::Position:
-    return "t";
+    return "t + i";
+  case Kind::Count:
+    return "n";
   }
   return "";
 }
 
 void Printer::printCall(const KernelCall &call) {
-  if (call.kernel.empty()) {
-    body_ += "  // " + call.comment + "\n";
-    return;
+  size_t start = 0;
+  for (size_t end; !call.comment.empty() && start <= call.comment.size(); start = end + 1) {
+    end = std::min(call.comment.find('\n', start), call.comment.size());
+    body_ += indent_ + "// " + call.comment.substr(start, end - start) + "\n";
   }
+  if (call.kernel.empty())
+    return;
   std::string args;
   for (const KernelArg &a : call.args)
     args += (args.empty() ? "" : ", ") + arg(a);
   const std::string line = fmt::format("needle_rt::{}({});\n", call.kernel, args);
   if (pointerLists_.empty()) {
-    body_ += "  " + line;
+    body_ += indent_ + line;
     return;
   }
-  body_ += "  {\n" + pointerLists_ + "    " + line + "  }\n";
+  body_ += indent_ + "{\n" + pointerLists_ + indent_ + "  " + line + indent_ + "}\n";
   pointerLists_.clear();
+}
+
+void Printer::printStage(const StepStage &stage) {
+  using Kind = StepStage::Kind;
+  perToken_ = stage.kind != Kind::Batched;
+  if (stage.kind == Kind::EachToken)
+    body_ += "  for (int64_t i = 0; i < n; ++i) {\n";
+  else if (stage.kind == Kind::LastToken)
+    body_ += "  { // only the last token's outputs are kept\n    const int64_t i = n - 1;\n";
+  indent_ = perToken_ ? "    " : "  ";
+  for (const KernelCall &call : stage.calls)
+    printCall(call);
+  if (perToken_)
+    body_ += "  }\n";
 }
 
 std::string header(const std::string &name) {
@@ -172,7 +196,7 @@ std::string Printer::interface() const {
   return fmt::format(R"(
 namespace {{
 
-constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}}};
+constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {14}, {10}}};
 const int32_t kSourceBlocks[] = {{{11}}};
 
 }} // namespace
@@ -211,12 +235,12 @@ size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(
                      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
                      f.confidence, f.embedding, floatLiteral(f.confidenceBias),
                      list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer), f.dModel,
-                     f.numLayers);
+                     f.numLayers, f.batch);
 }
 
 std::string Printer::source(const std::string &headerName) {
-  for (const KernelCall &call : program_.step)
-    printCall(call);
+  for (const StepStage &stage : program_.step)
+    printStage(stage);
   std::string data;
   for (const auto &[bits, values] : program_.codebooks)
     data += fmt::format("const float kCodebook{}[] = {{{}}};\n", bits, list(values, floatLiteral));
@@ -244,9 +268,15 @@ std::string Printer::source(const std::string &headerName) {
   source +=
       "template <typename T> const T *w(size_t offset) { return reinterpret_cast<const T *>(kWeights + offset); }\n";
   source += "template <typename T> T *a(unsigned char *arena, size_t offset) { return reinterpret_cast<T *>(arena + "
-            "offset); }\n\n";
-  source += "// One token through the model: @step, kernel by kernel, on buffers planned in the arena.\n";
-  source += "void step(unsigned char *arena, int32_t token, int64_t t) {\n" + body_ + "}\n\n} // namespace\n";
+            "offset); }\n";
+  source += fmt::format("// Token i's copy of a scratch buffer.\n"
+                        "template <typename T> T *a(unsigned char *arena, size_t offset, int64_t i) {{\n"
+                        "  return reinterpret_cast<T *>(arena + offset + static_cast<size_t>(i) * {});\n}}\n\n",
+                        program_.facts.tokenStride);
+  source += "// tokens[0..n) at positions t..: @step, kernel by kernel, on buffers planned in the arena; a\n"
+            "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
+  source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ +
+            "}\n\n} // namespace\n";
   source += interface();
   return source;
 }

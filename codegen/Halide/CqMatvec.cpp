@@ -18,7 +18,70 @@ Expr codebookAt(const Expr &index, const std::vector<float> &codebook) {
   return value;
 }
 
+/// The index of column k of a tile's rows (lane), as cq_index reads a packed row.
+Expr indexAt(const ImageParam &packed, const Expr &lane, const Expr &k, const Expr &t, int bits) {
+  if (bits == 3) {
+    const Expr byte = (k / 8) * 3;
+    const Expr word = cast<uint32_t>(packed(lane, byte, t)) | (cast<uint32_t>(packed(lane, byte + 1, t)) << 8) |
+                      (cast<uint32_t>(packed(lane, byte + 2, t)) << 16);
+    return cast<int>((word >> cast<uint32_t>(3 * (k % 8))) & 7);
+  }
+  const int perByte = 8 / bits;
+  return cast<int>((packed(lane, k / perByte, t) >> cast<uint8_t>(bits * (k % perByte))) & ((1 << bits) - 1));
+}
+
+/// The tiled layouts' bounds and strides (docs/targets.md): packed(lane, byte, tile),
+/// norms(lane, group, tile).
+void setTiledBounds(ImageParam &packed, ImageParam &norms, int tile, int rowBytes, int groups, int tiles) {
+  packed.dim(0).set_bounds(0, tile).set_stride(1);
+  packed.dim(1).set_bounds(0, rowBytes).set_stride(tile);
+  packed.dim(2).set_bounds(0, tiles).set_stride(tile * rowBytes);
+  norms.dim(0).set_bounds(0, tile).set_stride(1);
+  norms.dim(1).set_bounds(0, groups).set_stride(tile);
+  norms.dim(2).set_bounds(0, tiles).set_stride(tile * groups);
+}
+
 } // namespace
+
+void HalideKernelSet::addCqMatmul(const CqMatvecShape &shape, const std::string &name) {
+  const int tile = lanes_;
+  const int rows = static_cast<int>(shape.rows), bits = shape.bits;
+  const int groups = static_cast<int>((shape.cols + kGroup - 1) / kGroup), padded = groups * kGroup;
+  ImageParam packed(UInt(8), 3, "packed"), norms(UInt(16), 3, "norms"), x(Float(32), 2, "x_rot");
+  Var lane("lane"), k("k"), g("g"), t("t"), j("j"), r("r");
+
+  // A tile's weights, decoded one group at a time and used for every token j.
+  Func weight("weight"), dot("dot"), sum("sum"), y("y");
+  weight(lane, k, t) = codebookAt(indexAt(packed, lane, k, t, bits), shape.codebook);
+  RDom i(0, kGroup, "i"), gs(0, groups, "gs");
+  dot(lane, g, t, j) = 0.0f;
+  dot(lane, g, t, j) += weight(lane, g * kGroup + i, t) * x(g * kGroup + i, j);
+  sum(lane, t, j) = 0.0f;
+  sum(lane, t, j) += dot(lane, gs, t, j) * cast<float>(reinterpret(Float(16), norms(lane, gs, t)));
+  y(r, j) = sum(r % tile, r / tile, j);
+
+  // Per tile of rows and run of up to kTokens tokens (their sums stay on the stack, whatever n):
+  // per group, decode it once (a tile x 128 block on the stack), then one vector of sums per
+  // token.
+  constexpr int kTokens = 8;
+  Var jo("jo"), ji("ji");
+  y.split(r, t, lane, tile, TailStrategy::RoundUp)
+      .split(j, jo, ji, kTokens, TailStrategy::GuardWithIf)
+      .reorder(lane, ji, jo, t)
+      .vectorize(lane);
+  sum.compute_at(y, jo).bound_storage(j, kTokens).vectorize(lane);
+  sum.update().reorder(lane, j, gs, t).vectorize(lane);
+  weight.compute_at(sum, gs).vectorize(lane);
+  dot.compute_at(sum, j).vectorize(lane);
+  dot.update().vectorize(lane).unroll(i, 4);
+
+  setTiledBounds(packed, norms, tile, padded * bits / 8, groups, rows / tile);
+  x.dim(0).set_bounds(0, padded).set_stride(1);
+  y.output_buffer().dim(0).set_bounds(0, rows).set_stride(1);
+  y.output_buffer().dim(1).set_stride(x.dim(1).stride());
+
+  modules_->modules.push_back(kernelModule(y, {packed, norms, x}, target_, name));
+}
 
 void HalideKernelSet::addCqMatvec(const CqMatvecShape &shape, const std::string &name) {
   const int tile = lanes_;
@@ -62,12 +125,7 @@ void HalideKernelSet::addCqMatvec(const CqMatvecShape &shape, const std::string 
   sum.compute_at(y, t).vectorize(lane).update().vectorize(lane);
   dot.compute_at(y, t).vectorize(lane).update().vectorize(lane);
 
-  packed.dim(0).set_bounds(0, tile).set_stride(1);
-  packed.dim(1).set_bounds(0, rowBytes).set_stride(tile);
-  packed.dim(2).set_bounds(0, tiles).set_stride(tile * rowBytes);
-  norms.dim(0).set_bounds(0, tile).set_stride(1);
-  norms.dim(1).set_bounds(0, groups).set_stride(tile);
-  norms.dim(2).set_bounds(0, tiles).set_stride(tile * groups);
+  setTiledBounds(packed, norms, tile, rowBytes, groups, tiles);
   x.dim(0).set_bounds(0, padded).set_stride(1);
   y.output_buffer().dim(0).set_bounds(0, rows).set_stride(1);
 

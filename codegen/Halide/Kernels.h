@@ -32,6 +32,11 @@ public:
   /// of a tile's rows. Strides and extents are fixed at compile time.
   void addCqMatvec(const CqMatvecShape &shape, const std::string &name);
 
+  /// The same for n tokens at once (needle_rt::cq_matmul): x_rot and y are 2-D, (column, token),
+  /// with one stride between tokens, n and the stride given by the buffers. Each group of a tile
+  /// is decoded once for all n.
+  void addCqMatmul(const CqMatvecShape &shape, const std::string &name);
+
   bool empty() const;
 
   /// LLVM bitcode (Halide's LLVM 14) defining every kernel added.

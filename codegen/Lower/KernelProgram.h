@@ -26,8 +26,9 @@ struct KernelArg {
     I64,         // int64_t `value`
     F32,         // float `real`
     F64,         // double `real`
-    Token,       // int32_t: the token @step is called with
-    Position,    // int64_t: its position t
+    Token,       // int32_t: the token of the current position
+    Position,    // int64_t: the current position
+    Count,       // int64_t: the tokens @step is called with (n)
   };
   Kind kind;
   int64_t value = 0;
@@ -57,9 +58,23 @@ struct KernelCall {
   std::string comment;
 };
 
+/// A run of @step's calls and how it covers the n tokens @step is called with (docs/codegen.md,
+/// "Batched steps"). Arena arguments past ModelFacts::outputsEnd (the scratch) are per token:
+/// token i's copy is tokenStride·i bytes further on. Token and Position are token i's.
+struct StepStage {
+  enum class Kind {
+    EachToken, // for i in [0, n): the calls, in order
+    LastToken, // i = n - 1 only: calls whose results reach only the outputs
+    Batched,   // one call for all n tokens (cq_matmul), on token 0's copies
+  };
+  Kind kind;
+  std::vector<KernelCall> calls;
+};
+
 /// The C interface's facts: needle_rt::ModelFacts and NAME_info_t.
 struct ModelFacts {
   int64_t arenaSize = 0, arenaAlign = 0, outputsEnd = 0, maxSeqLen = 0, vocabSize = 0, embeddingDim = 0;
+  int64_t batch = 1, tokenStride = 0; // tokens per call of @step at most; bytes between tokens' scratch
   int64_t logits = 0, confidence = 0, embedding = 0;
   float confidenceBias = 0;
   int64_t dModel = 0, numLayers = 0;
@@ -67,12 +82,21 @@ struct ModelFacts {
 };
 
 struct KernelProgram {
-  std::vector<KernelCall> step;                // void step(unsigned char *arena, int32_t token, int64_t t)
+  /// void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t): tokens[0..n)
+  /// at positions t.., 1 <= n <= facts.batch.
+  std::vector<StepStage> step;
   std::vector<uint8_t> weights;                // every tensor 64-byte aligned (kWeightAlign)
   std::map<int, std::vector<float>> codebooks; // by bits
   std::vector<std::vector<float>> constants;   // f32 arrays
   ModelFacts facts;
 };
+
+/// Every call of the program's step, in order.
+template <typename Program, typename Visit> void forEachCall(Program &program, Visit visit) {
+  for (auto &stage : program.step)
+    for (auto &call : stage.calls)
+      visit(call);
+}
 
 /// Alignment of each tensor in KernelProgram::weights, and of the weights themselves.
 inline constexpr int64_t kWeightAlign = 64;

@@ -1,4 +1,5 @@
 #include "codegen/Lower/Lower.h"
+#include "codegen/Lower/Stages.h"
 #include "codegen/Transforms/SessionNeeds.h"
 
 #include "Import/WeightBinding.h"
@@ -26,8 +27,8 @@ Arg f32(APFloat value) { return Arg::f32(value.convertToFloat()); }
 
 class Lowering {
 public:
-  Lowering(ModuleOp module, const Model &model, std::string backend)
-      : module_(module), model_(model), binding_(model), backend_(std::move(backend)) {}
+  Lowering(ModuleOp module, const Model &model, std::string backend, int64_t batch)
+      : module_(module), model_(model), binding_(model), backend_(std::move(backend)), batch_(batch) {}
 
   KernelProgram run();
 
@@ -36,7 +37,7 @@ private:
     fail("{}: {}", backend_, fmt::format(format, std::forward<Args>(args)...));
   }
   void call(std::string kernel, std::vector<Arg> args) {
-    program_.step.push_back({std::move(kernel), std::move(args), {}});
+    calls_.push_back({{std::move(kernel), std::move(args), {}}, outputsOnly_});
   }
 
   // Operands as kernel arguments.
@@ -57,12 +58,17 @@ private:
   void lowerHead(HeadOp op);
   void lowerEngram(EngramGatherOp op);
   void lowerInterface();
+  void planBatches();
 
   ModuleOp module_;
   const Model &model_;
   WeightBinding binding_;
   std::string backend_;
+  int64_t batch_;
   KernelProgram program_;
+  std::vector<StepCall> calls_;                  // the one-token step, in order
+  llvm::DenseSet<Operation *> outputsOnlyOps_;   // whose results reach only @step's return
+  bool outputsOnly_ = false;                     // of the op being lowered
   std::map<std::string, int64_t> weightOffsets_; // by tensor name and head rows
   llvm::DenseMap<Operation *, int64_t> constantIndex_;
   int64_t maxSeqLen_ = 0; // the plan's: it sized the KV rings
@@ -177,6 +183,8 @@ void Lowering::lowerHead(HeadOp op) {
     cells.pointers.push_back(ref(cell));
   call("head_pool_add_unless_pad", {ref(op.getToken()), Arg::i64(op.getPad()), Arg::arena(state), Arg::i64(rows),
                                     Arg::i64(count), Arg::i64(d), cells, ref(op.getProbes())});
+  // Pooling reads every token; the pooled result only the head's output.
+  outputsOnly_ = llvm::all_of(op->getUsers(), [](Operation *user) { return isa<func::ReturnOp>(user); });
   const Arg pooled = Arg::arena(scratch + 2 * rows * count * static_cast<int64_t>(sizeof(float)));
   call("head_pool_finish",
        {Arg::arena(state), Arg::i64(rows), Arg::i64(count), Arg::i64(d), ref(op.getGain()), ref(op.getQuery()),
@@ -211,6 +219,7 @@ void Lowering::lowerEngram(EngramGatherOp op) {
 
 void Lowering::lowerOp(Operation &operation) {
   auto i64 = Arg::i64;
+  outputsOnly_ = outputsOnlyOps_.contains(&operation);
   llvm::TypeSwitch<Operation *>(&operation)
       .Case<WeightOp, arith::ConstantOp, YieldOp>([](Operation *) {})
       .Case([&](CqGatherOp op) {
@@ -333,10 +342,10 @@ void Lowering::lowerOp(Operation &operation) {
              {ref(op.getX1()), ref(op.getMlp()), ref(op.getU()), i64(lengthOf(op.getX1())), ref(op.getResult())});
       })
       .Case([&](BlockOp op) {
-        program_.step.push_back({"",
-                                 {},
-                                 fmt::format("block {} (source block {}{})", op.getId(), op.getSource(),
-                                             op.getGlobal() ? ", global" : "")});
+        calls_.push_back({{"",
+                           {},
+                           fmt::format("block {} (source block {}{})", op.getId(), op.getSource(),
+                                       op.getGlobal() ? ", global" : "")}});
         Block &body = op.getBody().front();
         lowerBlock(body);
         // The planner gives a block's results the buffers of what it yields.
@@ -379,6 +388,28 @@ void Lowering::lowerInterface() {
   }
 }
 
+/// The top-level ops of @step whose results reach only its return, and that keep no state: only
+/// the last token of a batch needs them (the head's pooled output is decided in lowerHead).
+llvm::DenseSet<Operation *> outputsOnlyOps(func::FuncOp step) {
+  llvm::DenseSet<Operation *> only;
+  for (Operation &op : llvm::reverse(step.getBody().front())) {
+    if (op.getNumResults() == 0 || isa<BlockOp, HeadOp, WeightOp, arith::ConstantOp>(op) || op.hasAttr("needle.state"))
+      continue;
+    if (llvm::all_of(op.getUsers(), [&](Operation *user) { return isa<func::ReturnOp>(user) || only.contains(user); }))
+      only.insert(&op);
+  }
+  return only;
+}
+
+/// Up to batch_ tokens per call of @step: each token gets its own copy of the scratch.
+void Lowering::planBatches() {
+  ModelFacts &f = program_.facts;
+  f.batch = batch_;
+  f.tokenStride = f.arenaSize - f.outputsEnd; // both multiples of the arena's alignment
+  f.arenaSize = f.outputsEnd + batch_ * f.tokenStride;
+  program_.step = planStages(calls_, f.outputsEnd, f.tokenStride, batch_);
+}
+
 KernelProgram Lowering::run() {
   auto step = module_.lookupSymbol<func::FuncOp>("step");
   if (!step)
@@ -394,15 +425,17 @@ KernelProgram Lowering::run() {
     else
       weight(op.getResult());
   });
+  outputsOnlyOps_ = outputsOnlyOps(step);
   lowerBlock(step.getBody().front());
   lowerInterface();
+  planBatches();
   return std::move(program_);
 }
 
 } // namespace
 
-KernelProgram lowerToKernelCalls(ModuleOp module, const Model &model, const std::string &backend) {
-  return Lowering(module, model, backend).run();
+KernelProgram lowerToKernelCalls(ModuleOp module, const Model &model, const std::string &backend, int64_t batch) {
+  return Lowering(module, model, backend, batch).run();
 }
 
 } // namespace needle

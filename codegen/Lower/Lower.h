@@ -10,7 +10,8 @@
 
 namespace needle {
 
-/// Lowers planned `module` over `model`. `backend` (e.g. "--emit cpp") prefixes every error.
-KernelProgram lowerToKernelCalls(mlir::ModuleOp module, const Model &model, const std::string &backend);
+/// Lowers planned `module` over `model`, for up to `batch` tokens per call of the step (the arena
+/// holds that many copies of the scratch). `backend` (e.g. "--emit cpp") prefixes every error.
+KernelProgram lowerToKernelCalls(mlir::ModuleOp module, const Model &model, const std::string &backend, int64_t batch);
 
 } // namespace needle

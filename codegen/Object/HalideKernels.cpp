@@ -19,24 +19,32 @@ namespace {
 
 using Kind = KernelArg::Kind;
 
+/// Whether `call` is a CQ matvec, one token's or a batch's: their first arguments are the same
+/// (packed, norms, codebook, bits, rows, cols, x_rot, y).
+bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
+
 /// The kernel and shape of a call Halide may serve.
 std::optional<HalideKey> halideKey(const KernelCall &call) {
-  if (call.kernel == "cq_matvec") // (packed, norms, codebook, bits, rows, cols, x_rot, y)
-    return HalideKey{call.kernel, {call.args[4].value, call.args[5].value, call.args[3].value}};
+  if (isCqMatvec(call))
+    return HalideKey{"cq_matvec", {call.args[4].value, call.args[5].value, call.args[3].value}};
   return std::nullopt;
 }
 
-/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
-/// portable kernel stays: a CQ matvec whose rows do not fill whole tiles.
-std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, const KernelProgram &program,
-                                            const HalideChoice &choice) {
+/// Adds the Halide kernels for one call's kernel and shape to `set` (the batched one too where
+/// `batched`), or returns nothing where the portable kernel stays: a CQ matvec whose rows do not
+/// fill whole tiles.
+std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, bool batched,
+                                            const KernelProgram &program, const HalideChoice &choice) {
   const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
   const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
   if (rows % choice.lanes)
     return std::nullopt;
-  HalideKernel kernel{
-      fmt::format("needle_hk_cq_matvec_{}x{}_cq{}", rows, cols, bits), "cq_matvec_halide", {choice.lanes}};
-  set.addCqMatvec({rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))}, kernel.name);
+  const std::string suffix = fmt::format("{}x{}_cq{}", rows, cols, bits);
+  HalideKernel kernel{"needle_hk_cq_matvec_" + suffix, batched ? "needle_hk_cq_matmul_" + suffix : "", {choice.lanes}};
+  const CqMatvecShape cq{rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))};
+  set.addCqMatvec(cq, kernel.name);
+  if (batched)
+    set.addCqMatmul(cq, kernel.batched);
   return kernel;
 }
 
@@ -91,13 +99,14 @@ const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCal
 HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
   HalideKernels kernels;
   HalideKernelSet set(choice.target, choice.lanes);
-  std::set<HalideKey> tried;
-  for (const KernelCall &call : program.step) {
-    const std::optional<HalideKey> key = halideKey(call);
-    if (key && tried.insert(*key).second)
-      if (std::optional<HalideKernel> kernel = addHalideKernel(set, *key, program, choice))
-        kernels.emplace(*key, *kernel);
-  }
+  std::map<HalideKey, bool> batched; // by shape: whether a batched call has it, in program order
+  forEachCall(program, [&](const KernelCall &call) {
+    if (const std::optional<HalideKey> key = halideKey(call))
+      batched[*key] |= call.kernel == "cq_matmul";
+  });
+  for (const auto &[key, isBatched] : batched)
+    if (std::optional<HalideKernel> kernel = addHalideKernel(set, key, isBatched, program, choice))
+      kernels.emplace(key, *kernel);
   if (set.empty())
     return kernels;
   const std::string bitcode = set.bitcode();
@@ -110,18 +119,20 @@ HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &progr
   if (llvm::Linker::linkModules(module, std::move(linked)))
     fail("internal: the Halide kernels do not link");
   for (const auto &[key, kernel] : kernels)
-    module.getFunction(kernel.name)->addFnAttr(llvm::Attribute::NoInline);
+    for (const std::string &name : {kernel.name, kernel.batched})
+      if (!name.empty())
+        module.getFunction(name)->addFnAttr(llvm::Attribute::NoInline);
   return kernels;
 }
 
 void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
   std::set<int64_t> readElsewhere;
-  for (const KernelCall &call : program.step) {
-    const bool halide = call.kernel == "cq_matvec" && halideKernelOf(kernels, call);
+  forEachCall(program, [&](const KernelCall &call) {
+    const bool halide = isCqMatvec(call) && halideKernelOf(kernels, call);
     for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
       if (call.args[i].kind == Kind::Weight)
         readElsewhere.insert(call.args[i].value);
-  }
+  });
   std::vector<uint8_t> &blob = program.weights;
   std::map<int64_t, int64_t> tiledOffset; // by row-major offset
   auto place = [&](int64_t offset, std::vector<uint8_t> tiled) {
@@ -137,10 +148,10 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
     }
     return it->second;
   };
-  for (KernelCall &call : program.step) {
+  forEachCall(program, [&](KernelCall &call) {
     const HalideKernel *kernel = halideKernelOf(kernels, call);
-    if (call.kernel != "cq_matvec" || !kernel)
-      continue;
+    if (!isCqMatvec(call) || !kernel)
+      return;
     const int64_t rows = call.args[4].value, cols = call.args[5].value, bits = call.args[3].value;
     const int64_t tile = kernel->bridgeArgs[0], groups = roundUp(cols, 128) / 128;
     KernelArg &packed = call.args[0], &norms = call.args[1];
@@ -152,7 +163,7 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
       packed.value = tiledOffset.at(packed.value);
       norms.value = tiledOffset.at(norms.value);
     }
-  }
+  });
 }
 
 void checkNoHalideRuntime(const llvm::Module &module) {

@@ -26,10 +26,11 @@ struct HalideChoice {
 /// without NEON (Cortex-M) keep the portable kernels.
 std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::TargetMachine &machine);
 
-/// A Halide kernel serving the calls of one runtime kernel at one shape: they call `bridge`
-/// (runtime/needle_object.cpp) with the kernel, then `bridgeArgs`, then their own arguments.
+/// The Halide kernels serving the calls of runtime kernels at one shape: a call of kernel X
+/// calls the bridge X_halide (runtime/needle_object.cpp) with `name` (and, for cq_matmul, then
+/// `batched`), then `bridgeArgs`, then its own arguments.
 struct HalideKernel {
-  std::string name, bridge;
+  std::string name, batched; // batched: empty where no call is batched
   std::vector<int64_t> bridgeArgs;
 };
 /// By runtime kernel and shape.

@@ -43,10 +43,15 @@ private:
   mlir::Value pointer(const KernelArg &arg);
   mlir::Value scalar(const KernelArg &arg, mlir::Type type, const std::string &kernel, size_t index);
   mlir::Value offset(mlir::Value base, int64_t bytes);
+  mlir::Value offset(mlir::Value base, mlir::Value bytes);
+  mlir::Value arena(int64_t bytes);
   mlir::Value integer(mlir::Type type, int64_t value) {
     return builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getIntegerAttr(type, value));
   }
+  mlir::Value i64(int64_t value) { return integer(builder_.getI64Type(), value); }
   void call(const KernelCall &call);
+  void stage(const StepStage &stage);
+  void eachToken(const std::vector<KernelCall> &calls);
   mlir::Value halideKernel(const std::string &name);
 
   mlir::MLIRContext &context_;
@@ -57,7 +62,9 @@ private:
   mlir::Location loc_;
   mlir::Type ptr_;
   mlir::ModuleOp module_;
-  mlir::Value arena_, token_, position_;
+  mlir::Block *entry_ = nullptr;
+  mlir::Value arena_, tokens_, count_, start_; // the step's arguments
+  mlir::Value index_;                          // the token the calls are for; null: token 0
   std::map<std::string, LLVM::LLVMFuncOp> kernels_;
   int lists_ = 0;
 };
@@ -89,17 +96,28 @@ void StepBuilder::declareData(const std::string &name, mlir::Type element, uint6
 }
 
 mlir::Value StepBuilder::offset(mlir::Value base, int64_t bytes) {
-  if (bytes == 0)
-    return base;
-  return builder_.create<LLVM::GEPOp>(loc_, ptr_, builder_.getI8Type(), base,
-                                      mlir::ValueRange{integer(builder_.getI64Type(), bytes)}, /*inbounds=*/true);
+  return bytes == 0 ? base : offset(base, i64(bytes));
+}
+
+mlir::Value StepBuilder::offset(mlir::Value base, mlir::Value bytes) {
+  return builder_.create<LLVM::GEPOp>(loc_, ptr_, builder_.getI8Type(), base, mlir::ValueRange{bytes},
+                                      /*inbounds=*/true);
+}
+
+/// arena + bytes; in the scratch, the current token's copy.
+mlir::Value StepBuilder::arena(int64_t bytes) {
+  const ModelFacts &f = program_.facts;
+  if (!index_ || bytes < f.outputsEnd)
+    return offset(arena_, bytes);
+  mlir::Value skip = builder_.create<LLVM::MulOp>(loc_, index_, i64(f.tokenStride));
+  return offset(arena_, builder_.create<LLVM::AddOp>(loc_, skip, i64(bytes)).getResult());
 }
 
 mlir::Value StepBuilder::pointer(const KernelArg &arg) {
   auto address = [&](const std::string &global) { return builder_.create<LLVM::AddressOfOp>(loc_, ptr_, global); };
   switch (arg.kind) {
   case Kind::Arena:
-    return offset(arena_, arg.value);
+    return arena(arg.value);
   case Kind::Weight:
     return offset(address("needle_weights"), arg.value);
   case Kind::Codebook:
@@ -111,9 +129,14 @@ mlir::Value StepBuilder::pointer(const KernelArg &arg) {
     declareData(name, builder_.getI64Type(), arg.ints.size());
     return address(name);
   }
-  case Kind::PointerList: {
+  case Kind::PointerList: { // on the stack, allocated once in the entry block
     const auto array = LLVM::LLVMArrayType::get(ptr_, arg.pointers.size());
-    mlir::Value list = builder_.create<LLVM::AllocaOp>(loc_, ptr_, array, integer(builder_.getI32Type(), 1));
+    mlir::Value list;
+    {
+      mlir::OpBuilder::InsertionGuard guard(builder_);
+      builder_.setInsertionPointToStart(entry_);
+      list = builder_.create<LLVM::AllocaOp>(loc_, ptr_, array, integer(builder_.getI32Type(), 1));
+    }
     const int64_t pointerBytes = runtime_.getDataLayout().getPointerSize();
     for (size_t i = 0; i < arg.pointers.size(); ++i)
       builder_.create<LLVM::StoreOp>(loc_, pointer(arg.pointers[i]),
@@ -141,12 +164,21 @@ mlir::Value StepBuilder::scalar(const KernelArg &arg, mlir::Type type, const std
   case Kind::F64:
     return type.isF64() ? builder_.create<LLVM::ConstantOp>(loc_, type, builder_.getF64FloatAttr(arg.real))
                         : mismatch();
-  case Kind::Token: // an int32_t, widened where a kernel takes a row index
+  case Kind::Token: { // an int32_t, widened where a kernel takes a row index
+    mlir::Value at = index_ ? builder_.create<LLVM::GEPOp>(loc_, ptr_, builder_.getI32Type(), tokens_,
+                                                           mlir::ValueRange{index_}, /*inbounds=*/true)
+                            : tokens_;
+    mlir::Value token = builder_.create<LLVM::LoadOp>(loc_, builder_.getI32Type(), at);
     if (type.isInteger(32))
-      return token_;
-    return type.isInteger(64) ? builder_.create<LLVM::SExtOp>(loc_, type, token_).getResult() : mismatch();
+      return token;
+    return type.isInteger(64) ? builder_.create<LLVM::SExtOp>(loc_, type, token).getResult() : mismatch();
+  }
   case Kind::Position:
-    return type.isInteger(64) ? position_ : mismatch();
+    if (!type.isInteger(64))
+      return mismatch();
+    return index_ ? builder_.create<LLVM::AddOp>(loc_, start_, index_).getResult() : start_;
+  case Kind::Count:
+    return type.isInteger(64) ? count_ : mismatch();
   default:
     return mismatch();
   }
@@ -173,10 +205,12 @@ void StepBuilder::call(const KernelCall &call) {
   // A call with a Halide kernel for its shape calls it through the runtime's bridge, which takes
   // the kernel first, then the bridge's own arguments, then the call's.
   const HalideKernel *halide = halideKernelOf(halide_, call);
-  LLVM::LLVMFuncOp callee = kernel(halide ? halide->bridge : call.kernel);
+  LLVM::LLVMFuncOp callee = kernel(halide ? call.kernel + "_halide" : call.kernel);
   llvm::SmallVector<mlir::Value> args;
   if (halide) {
     args.push_back(halideKernel(halide->name));
+    if (call.kernel == "cq_matmul")
+      args.push_back(halideKernel(halide->batched));
     for (int64_t value : halide->bridgeArgs)
       args.push_back(integer(builder_.getI64Type(), value));
   }
@@ -193,6 +227,43 @@ void StepBuilder::call(const KernelCall &call) {
   builder_.create<LLVM::CallOp>(loc_, callee, args);
 }
 
+/// for (i = 0; i < n; ++i) calls; as blocks: a header on i, the body, and the exit, where the
+/// insertion point is left.
+void StepBuilder::eachToken(const std::vector<KernelCall> &calls) {
+  mlir::Region *region = builder_.getInsertionBlock()->getParent();
+  auto *header = new mlir::Block(), *body = new mlir::Block(), *exit = new mlir::Block();
+  region->push_back(header);
+  region->push_back(body);
+  region->push_back(exit);
+  mlir::Value i = header->addArgument(builder_.getI64Type(), loc_);
+  builder_.create<LLVM::BrOp>(loc_, mlir::ValueRange{i64(0)}, header);
+  builder_.setInsertionPointToEnd(header);
+  mlir::Value more = builder_.create<LLVM::ICmpOp>(loc_, LLVM::ICmpPredicate::slt, i, count_);
+  builder_.create<LLVM::CondBrOp>(loc_, more, body, exit);
+  builder_.setInsertionPointToEnd(body);
+  index_ = i;
+  for (const KernelCall &kernelCall : calls)
+    call(kernelCall);
+  builder_.create<LLVM::BrOp>(loc_, mlir::ValueRange{builder_.create<LLVM::AddOp>(loc_, i, i64(1)).getResult()},
+                              header);
+  builder_.setInsertionPointToEnd(exit);
+}
+
+void StepBuilder::stage(const StepStage &stage) {
+  switch (stage.kind) {
+  case StepStage::Kind::EachToken:
+    return eachToken(stage.calls);
+  case StepStage::Kind::LastToken:
+    index_ = builder_.create<LLVM::SubOp>(loc_, count_, i64(1));
+    break;
+  case StepStage::Kind::Batched:
+    index_ = nullptr;
+    break;
+  }
+  for (const KernelCall &kernelCall : stage.calls)
+    call(kernelCall);
+}
+
 mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
   mlir::OwningOpRef<mlir::ModuleOp> owned = mlir::ModuleOp::create(loc_);
   module_ = *owned;
@@ -204,15 +275,16 @@ mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
 
   builder_.setInsertionPointToEnd(module_.getBody());
   const auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_),
-                                                {ptr_, builder_.getI32Type(), builder_.getI64Type()});
+                                                {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
   auto step = builder_.create<LLVM::LLVMFuncOp>(loc_, "needle_step", type);
-  mlir::Block *entry = step.addEntryBlock(builder_);
-  arena_ = entry->getArgument(0);
-  token_ = entry->getArgument(1);
-  position_ = entry->getArgument(2);
-  builder_.setInsertionPointToEnd(entry);
-  for (const KernelCall &kernelCall : program_.step)
-    call(kernelCall);
+  entry_ = step.addEntryBlock(builder_);
+  arena_ = entry_->getArgument(0);
+  tokens_ = entry_->getArgument(1);
+  count_ = entry_->getArgument(2);
+  start_ = entry_->getArgument(3);
+  builder_.setInsertionPointToEnd(entry_);
+  for (const StepStage &each : program_.step)
+    stage(each);
   builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
   return owned;
 }

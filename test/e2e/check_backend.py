@@ -31,7 +31,7 @@ p.add_argument("--tolerance", type=float, default=1e-4)
 p.add_argument("--flags", default="", help="extra compiler and linker flags (the sanitizers)")
 p.add_argument("--emit", choices=["cpp", "obj"], default="cpp")
 p.add_argument("--target", default="host", help="with --emit obj: needlec's --target")
-p.add_argument("--needlec-flags", default="", help="more needlec flags (--mcpu, --mattr)")
+p.add_argument("--needlec-flags", default="", help="more needlec flags (--batch, --mcpu, --mattr)")
 p.add_argument("--cc", default="cc -std=c11 -O1 -Wall -Wextra -Werror", help="the C compiler that builds and links")
 p.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
 args = p.parse_args()
@@ -69,7 +69,7 @@ for depth in args.layers:
     main = [*cc, *flags, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{os.path.basename(base)}.h"', "-I",
             args.work, "-c", os.path.join(args.e2e, "run_model.c"), "-o", base + "-main.o"]
     if args.emit == "cpp":
-        run(tool("needlec"), model, "--layers", str(depth), "--emit", "cpp", "-o", base)
+        run(tool("needlec"), model, "--layers", str(depth), "--emit", "cpp", *shlex.split(args.needlec_flags), "-o", base)
         run("c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", *flags, "-c", base + ".cpp", "-o", base + ".o")
         run(*main)
         run("c++", *flags, base + "-main.o", base + ".o", "-o", base + "-run")

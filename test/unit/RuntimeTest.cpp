@@ -177,6 +177,41 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
   checkCqMatvec(3, 9, 1000, cq::CodebookKind::LloydMax);
 }
 
+// A batch of n tokens' inputs and outputs, each `stride` floats after the last, against the
+// reference matvec of each token alone; the floats between them must stay untouched.
+void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n) {
+  const std::string what = "cq_matmul bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
+                           " cols=" + std::to_string(cols) + " n=" + std::to_string(n);
+  const CqMatrix m(what, rows, cols, bits);
+  const int64_t padded = cq::paddedCols(cols), stride = padded + rows + 16;
+  Vec arena(static_cast<size_t>(n * stride), 1e30f);
+  for (int64_t j = 0; j < n; ++j) {
+    const Vec x = normals(what + " x" + std::to_string(j), cols);
+    needle_rt::hadamard(x.data(), cols, 128, arena.data() + j * stride);
+  }
+  const Vec before = arena;
+  float *x = arena.data(), *y = arena.data() + padded;
+  needle_rt::cq_matmul(m.packed.indices.data(), m.packed.norms.data(), m.codebook.data(), bits, rows, cols, x, y,
+                       stride, n);
+  for (int64_t j = 0; j < n; ++j) {
+    const Vec xRot(x + j * stride, x + j * stride + padded);
+    expectClose(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), 1e-5,
+                what + " token " + std::to_string(j));
+    expectBitEqual(std::span(arena).subspan(j * stride, padded), std::span(before).subspan(j * stride, padded),
+                   what + " leaves x");
+    expectBitEqual(std::span(arena).subspan(j * stride + padded + rows, 16),
+                   std::span(before).subspan(j * stride + padded + rows, 16), what + " writes only y");
+  }
+}
+
+TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
+  for (int bits : {2, 3, 4}) {
+    checkCqMatmul(bits, 13, 200, 1); // one token: the matvec itself
+    checkCqMatmul(bits, 13, 200, 5);
+    checkCqMatmul(bits, 8, 384, 3);
+  }
+}
+
 TEST(Runtime, FloatMatvec) {
   for (int64_t cols : {1, 3, 4, 17, 768}) {
     const int64_t rows = 11;

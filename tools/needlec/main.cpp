@@ -219,6 +219,15 @@ void emitMlir(const CommandLine &cl, const std::string &input, const std::string
     printPipelineFigures(figures);
 }
 
+/// --batch: the tokens one call of the step carries at most.
+int64_t batchSize(const CommandLine &cl) {
+  constexpr int64_t kDefaultBatch = 16, kMaxBatch = 1024;
+  const int64_t batch = cl.integer("batch").value_or(kDefaultBatch);
+  if (batch < 1 || batch > kMaxBatch)
+    fail("--batch: {} is outside 1..{}", batch, kMaxBatch);
+  return batch;
+}
+
 /// The model through the pipeline, lowered to kernel calls: what both code printers print.
 KernelProgram compileProgram(const CommandLine &cl, const std::string &input, const PrepareOptions &options,
                              const std::string &backend, std::vector<PhaseTime> &times) {
@@ -239,7 +248,7 @@ KernelProgram compileProgram(const CommandLine &cl, const std::string &input, co
   mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, input);
   const PipelineFigures figures = runPipeline(*module, std::nullopt, true);
   done("import and pass pipeline");
-  KernelProgram program = lowerToKernelCalls(*module, model, backend);
+  KernelProgram program = lowerToKernelCalls(*module, model, backend, batchSize(cl));
   done("lower to kernel calls");
   if (cl.has("stats"))
     printPipelineFigures(figures);
@@ -351,6 +360,9 @@ int run(int argc, char **argv) {
        {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
        {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
        {"kernels", "K", "halide (default: Halide's where it serves the target) or portable"},
+       {"batch", "N",
+        "tokens a feed carries through the model at once, reading each weight once for all "
+        "(default 16; 1 keeps the arena smallest)"},
        {"emit", "KIND", "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm, asm, needle or mlir (OUT)"},
        {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
        {"name", "NAME", "C symbol prefix (default needle_model)"},
@@ -375,6 +387,8 @@ int run(int argc, char **argv) {
   for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
+  if (cl.has("batch") && !object && emit != "cpp")
+    fail("--batch: only meaningful with --emit obj, cpp, llvm or asm");
   // A bad --target fails first, whatever --emit; only the object backend needs its architecture.
   std::optional<TargetSpec> target;
   if (object)
