@@ -62,9 +62,9 @@ std::vector<Mode> chooseModes(const std::vector<StepCall> &calls, int64_t output
   std::map<int64_t, std::vector<size_t>> refs; // by shared buffer
   for (size_t i = 0; i < calls.size(); ++i) {
     const KernelCall &call = calls[i].call;
-    modes.push_back(calls[i].outputsOnly           ? Mode::LastToken
+    modes.push_back(calls[i].outputsOnly                      ? Mode::LastToken
                     : batching && batchable(call, outputsEnd) ? Mode::Batched
-                                                  : Mode::EachToken);
+                                                              : Mode::EachToken);
     std::set<int64_t> shared;
     for (const KernelArg &arg : call.args)
       collectShared(arg, outputsEnd, shared);

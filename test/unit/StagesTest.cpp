@@ -20,11 +20,12 @@ StepCall kernel(std::string name, std::vector<int64_t> arena, bool outputsOnly =
 
 /// cq_matvec(packed, norms, codebook, bits, rows, cols, x, y).
 StepCall matvec(int64_t x, int64_t y, bool outputsOnly = false) {
-  return {{"cq_matvec",
-           {KernelArg::weight(0, "uint8_t"), KernelArg::weight(64, "uint16_t"), KernelArg::of(KernelArg::Kind::Codebook, 2),
-            KernelArg::i32(2), KernelArg::i64(4), KernelArg::i64(128), KernelArg::arena(x), KernelArg::arena(y)},
-           {}},
-          outputsOnly};
+  return {
+      {"cq_matvec",
+       {KernelArg::weight(0, "uint8_t"), KernelArg::weight(64, "uint16_t"), KernelArg::of(KernelArg::Kind::Codebook, 2),
+        KernelArg::i32(2), KernelArg::i64(4), KernelArg::i64(128), KernelArg::arena(x), KernelArg::arena(y)},
+       {}},
+      outputsOnly};
 }
 
 /// The stages as (mode, kernel names).
@@ -73,9 +74,8 @@ TEST(Stages, StateReadLastAfterEveryTokenWroteIt) {
   // The head: pooling for every token, the pooled output for the last one only.
   const auto stages = planStages({kernel("pool", {64, 1000}), matvec(1000, 1100), kernel("finish", {64, 1200}, true)},
                                  kOutputsEnd, kStride, 16);
-  EXPECT_EQ(shape(stages), (Shape{{Mode::EachToken, {"pool"}},
-                                  {Mode::Batched, {"cq_matmul"}},
-                                  {Mode::LastToken, {"finish"}}}));
+  EXPECT_EQ(shape(stages),
+            (Shape{{Mode::EachToken, {"pool"}}, {Mode::Batched, {"cq_matmul"}}, {Mode::LastToken, {"finish"}}}));
 }
 
 TEST(Stages, OutputsOnlyCallBeforeAWriterOfItsStateRunsForEveryToken) {
@@ -89,8 +89,7 @@ TEST(Stages, DemotionsReachAFixedPoint) {
   const auto stages = planStages({kernel("b", {80}), matvec(1000, 1100), kernel("a", {64}), matvec(1100, 1200),
                                   kernel("c", {64}), matvec(1200, 1300), kernel("d", {80})},
                                  kOutputsEnd, kStride, 16);
-  EXPECT_EQ(shape(stages),
-            (Shape{{Mode::EachToken, {"b", "cq_matvec", "a", "cq_matvec", "c", "cq_matvec", "d"}}}));
+  EXPECT_EQ(shape(stages), (Shape{{Mode::EachToken, {"b", "cq_matvec", "a", "cq_matvec", "c", "cq_matvec", "d"}}}));
 }
 
 TEST(Stages, SharedPointersInsideAListCount) {
@@ -113,8 +112,8 @@ TEST(Stages, ABatchOfOneHasNoBatchedCalls) {
 }
 
 TEST(Stages, CommentsRideOnTheNextCall) {
-  const auto stages =
-      planStages({{{"", {}, "block 0"}, false}, {{"", {}, "more"}, false}, kernel("a", {1000})}, kOutputsEnd, kStride, 16);
+  const auto stages = planStages({{{"", {}, "block 0"}, false}, {{"", {}, "more"}, false}, kernel("a", {1000})},
+                                 kOutputsEnd, kStride, 16);
   ASSERT_EQ(stages.size(), 1u);
   ASSERT_EQ(stages[0].calls.size(), 1u);
   EXPECT_EQ(stages[0].calls[0].comment, "block 0\nmore");
