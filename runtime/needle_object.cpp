@@ -112,6 +112,41 @@ __attribute__((always_inline)) inline void cq_matmul(CqMatvecKernel matvec, CqMa
   cq_matmul_tokens(matmul, tile, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
+using AttentionKernel = int (*)(Buffer *q, Buffer *k_cache, Buffer *v_cache, int32_t kv_head, int32_t first_slot,
+                                int32_t count, Buffer *scores, Buffer *out);
+
+/// needle_rt::attention with its reading half on a Halide kernel generated for its shape, one
+/// query head at a time (the scores of one head fill the scratch). The kernel reads consecutive
+/// slots: a span that wraps past the ring's end fills the ring (kvCapacity makes a local ring as
+/// long as its window), so it reads all of it from slot 0, which changes only the order of the
+/// sums. Any other wrapping span (none by that contract) takes the portable kernel.
+__attribute__((always_inline)) inline void attention(AttentionKernel kernel, const float *q, const float *k,
+                                                     const float *v, int64_t heads, int64_t kv_heads, int64_t dqk,
+                                                     int64_t dv, int64_t window, int64_t capacity, int64_t t,
+                                                     float *k_cache, float *v_cache, float *scores, float *out) {
+  const needle_rt::AttentionSpan span =
+      needle_rt::attention_store(k, v, kv_heads * dqk, kv_heads * dv, window, capacity, t, k_cache, v_cache);
+  const bool wraps = span.first_slot + span.count > capacity;
+  if (wraps && span.count != capacity)
+    return needle_rt::attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
+  const auto first_slot = static_cast<int32_t>(wraps ? 0 : span.first_slot), count = static_cast<int32_t>(span.count);
+  const auto kvh = static_cast<int32_t>(kv_heads), d = static_cast<int32_t>(dqk), e = static_cast<int32_t>(dv);
+  const auto slots = static_cast<int32_t>(capacity), group = static_cast<int32_t>(heads / kv_heads);
+  Dimension q_dim[] = {{0, d, 1, 0}};
+  Dimension k_dim[] = {{0, slots, 1, 0}, {0, d, slots, 0}, {0, kvh, d * slots, 0}};
+  Dimension v_dim[] = {{0, e, 1, 0}, {0, kvh, e, 0}, {0, slots, kvh * e, 0}};
+  Dimension scores_dim[] = {{0, count, 1, 0}};
+  Dimension out_dim[] = {{0, e, 1, 0}};
+  Buffer k_buffer = buffer(k_cache, {2, 32, 1}, 3, k_dim);
+  Buffer v_buffer = buffer(v_cache, {2, 32, 1}, 3, v_dim);
+  Buffer scores_buffer = buffer(scores, {2, 32, 1}, 1, scores_dim);
+  for (int32_t h = 0; h < static_cast<int32_t>(heads); ++h) {
+    Buffer q_buffer = buffer(q + h * dqk, {2, 32, 1}, 1, q_dim);
+    Buffer out_buffer = buffer(out + h * dv, {2, 32, 1}, 1, out_dim);
+    kernel(&q_buffer, &k_buffer, &v_buffer, h / group, first_slot, count, &scores_buffer, &out_buffer);
+  }
+}
+
 } // namespace needle_halide
 
 // The kernels @step calls (codegen/Lower/Lower.cpp), by name: the model's module declares
@@ -150,3 +185,4 @@ NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;
+extern "C" const auto needle_kernel_attention_halide = &needle_halide::attention;

@@ -17,10 +17,10 @@ Halide::Target kernelTarget(const std::string &halideTarget) {
 }
 } // namespace
 
-Halide::Module kernelModule(Halide::Func output, const std::vector<Halide::Argument> &arguments,
+Halide::Module kernelModule(Halide::Pipeline outputs, const std::vector<Halide::Argument> &arguments,
                             const std::string &halideTarget, const std::string &name) {
   try {
-    return output.compile_to_module(arguments, name, kernelTarget(halideTarget));
+    return outputs.compile_to_module(arguments, name, kernelTarget(halideTarget));
   } catch (const Halide::Error &error) {
     fail("Halide: the {} kernel for {}: {}", name, halideTarget, std::string(error.what()));
   }

@@ -10,9 +10,9 @@
 
 namespace needle {
 
-/// `output` for `halideTarget` plus no_runtime, no_asserts and no_bounds_query, as the function
-/// `name`.
-Halide::Module kernelModule(Halide::Func output, const std::vector<Halide::Argument> &arguments,
+/// `outputs` (a Func or several) for `halideTarget` plus no_runtime, no_asserts and
+/// no_bounds_query, as the function `name`.
+Halide::Module kernelModule(Halide::Pipeline outputs, const std::vector<Halide::Argument> &arguments,
                             const std::string &halideTarget, const std::string &name);
 
 /// The modules a HalideKernelSet has collected.

@@ -1,5 +1,5 @@
 // Halide kernels for the object backend, generated at compile time for one shape and one target:
-// the CQ matvec, its codebook built in. This library includes
+// the CQ matvec (one token's and a batch's), its codebook built in, and attention over a KV ring. This library includes
 // Halide 14 (on LLVM 14) and never an LLVM 19 or MLIR header (docs/architecture.md): it hands
 // LLVM bitcode back as bytes, which the object printer loads into LLVM 19.
 #pragma once
@@ -15,6 +15,10 @@ struct CqMatvecShape {
   int64_t rows = 0, cols = 0;
   int bits = 0;
   std::vector<float> codebook; // 2^bits entries
+};
+
+struct AttentionShape {
+  int64_t heads = 0, kvHeads = 0, dqk = 0, dv = 0, capacity = 0;
 };
 
 /// The kernels of one object, compiled together: one Halide module, one pass of Halide's LLVM.
@@ -36,6 +40,14 @@ public:
   /// with one stride between tokens, n and the stride given by the buffers. Each group of a tile
   /// is decoded once for all n.
   void addCqMatmul(const CqMatvecShape &shape, const std::string &name);
+
+  /// `int name(halide_buffer_t *q, halide_buffer_t *k_cache, halide_buffer_t *v_cache,
+  /// int32_t kv_head, int32_t first_slot, int32_t count, halide_buffer_t *scores,
+  /// halide_buffer_t *out)`: the reading half of needle_rt::attention for one query head of
+  /// `shape` over ring slots first_slot..first_slot + count − 1 (no wrap) of its kv head: q [dqk],
+  /// k_cache (slot, d, kv head) (needle_rt::attention's transposed keys), v_cache (d, kv head,
+  /// slot), scores [count] (the caller's scratch), out [dv].
+  void addAttention(const AttentionShape &shape, const std::string &name);
 
   bool empty() const;
 

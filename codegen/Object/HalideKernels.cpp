@@ -27,14 +27,18 @@ bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || c
 std::optional<HalideKey> halideKey(const KernelCall &call) {
   if (isCqMatvec(call))
     return HalideKey{"cq_matvec", {call.args[4].value, call.args[5].value, call.args[3].value}};
+  if (call.kernel == "attention") // (q, k, v, heads, kv_heads, dqk, dv, window, capacity, ...)
+    return HalideKey{
+        call.kernel,
+        {call.args[3].value, call.args[4].value, call.args[5].value, call.args[6].value, call.args[8].value}};
   return std::nullopt;
 }
 
-/// Adds the Halide kernels for one call's kernel and shape to `set` (the batched one too where
-/// `batched`), or returns nothing where the portable kernel stays: a CQ matvec whose rows do not
-/// fill whole tiles.
-std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, bool batched,
-                                            const KernelProgram &program, const HalideChoice &choice) {
+/// Adds the Halide kernels for one shape of CQ matvec to `set` (the batched one too where
+/// `batched`), or returns nothing where the portable kernel stays: rows that do not fill whole
+/// tiles.
+std::optional<HalideKernel> addCqKernels(HalideKernelSet &set, const HalideKey &key, bool batched,
+                                         const KernelProgram &program, const HalideChoice &choice) {
   const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
   const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
   if (rows % choice.lanes)
@@ -45,6 +49,18 @@ std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKe
   set.addCqMatvec(cq, kernel.name);
   if (batched)
     set.addCqMatmul(cq, kernel.batched);
+  return kernel;
+}
+
+/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
+/// portable kernel stays.
+std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, bool batched,
+                                            const KernelProgram &program, const HalideChoice &choice) {
+  if (key.first == "cq_matvec")
+    return addCqKernels(set, key, batched, program, choice);
+  const std::vector<int64_t> &s = key.second; // attention's (heads, kv_heads, dqk, dv, capacity)
+  HalideKernel kernel{fmt::format("needle_hk_attention_h{}x{}_kv{}x{}_ring{}", s[0], s[2], s[1], s[3], s[4]), "", {}};
+  set.addAttention({s[0], s[1], s[2], s[3], s[4]}, kernel.name);
   return kernel;
 }
 
