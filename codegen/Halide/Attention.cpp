@@ -53,7 +53,8 @@ void HalideKernelSet::addAttention(const AttentionShape &shape, const std::strin
   score.output_buffer().dim(0).set_min(0).set_stride(1);
   out.output_buffer().dim(0).set_bounds(0, dv).set_stride(1);
 
-  modules_->modules.push_back(kernelModule(Pipeline(std::vector<Func>{score, out}), {q, keys, values, kv, first, count}, target_, name));
+  modules_->modules.push_back(
+      kernelModule(Pipeline(std::vector<Func>{score, out}), {q, keys, values, kv, first, count}, target_, name));
 }
 
 } // namespace needle
