@@ -147,6 +147,34 @@ __attribute__((always_inline)) inline void attention(AttentionKernel kernel, con
   }
 }
 
+using KronMlpKernel = int (*)(Buffer *z, Buffer *cond, Buffer *d1, Buffer *d2, Buffer *b2, Buffer *d3, Buffer *d4,
+                              Buffer *w1a, Buffer *w2a, Buffer *w3a, Buffer *w1b, Buffer *w2b, Buffer *w3b, Buffer *p1,
+                              Buffer *p2, Buffer *out);
+
+/// needle_rt::kron_mlp_flat: the conditioning in C++ (kron_mlp_condition, into the scratch), the
+/// Kronecker chain on a Halide kernel generated for its shape.
+__attribute__((always_inline)) inline void
+kron_mlp_flat(KronMlpKernel kernel, int64_t d_model, int64_t n, int64_t ba, int64_t bb, const float *norm,
+              const float *w1a, const float *w2a, const float *w3a, const float *w1b, const float *w2b,
+              const float *w3b, const float *d1, const float *d2, const float *b2, const float *d3, const float *d4,
+              const float *cond_v, const float *cond_u, const int32_t *p1, const int32_t *p2, const float *x1,
+              float eps, float *scratch, float *out) {
+  const needle_rt::KronMlp w = {d_model, n,  ba, bb, norm, w1a, w2a,    w3a,    w1b, w2b,
+                                w3b,     d1, d2, b2, d3,   d4,  cond_v, cond_u, p1,  p2};
+  float *cond = scratch, *z = scratch + n;
+  needle_rt::kron_mlp_condition(w, x1, eps, cond, z);
+  Dimension n_dim[] = {{0, static_cast<int32_t>(n), 1, 0}}, d_dim[] = {{0, static_cast<int32_t>(d_model), 1, 0}};
+  Dimension a_dim[] = {{0, static_cast<int32_t>(ba * ba), 1, 0}}, b_dim[] = {{0, static_cast<int32_t>(bb * bb), 1, 0}};
+  const Type f32 = {2, 32, 1}, i32 = {0, 32, 1};
+  Buffer args[] = {
+      buffer(z, f32, 1, n_dim),   buffer(cond, f32, 1, n_dim), buffer(d1, f32, 1, n_dim),  buffer(d2, f32, 1, n_dim),
+      buffer(b2, f32, 1, n_dim),  buffer(d3, f32, 1, n_dim),   buffer(d4, f32, 1, d_dim),  buffer(w1a, f32, 1, a_dim),
+      buffer(w2a, f32, 1, a_dim), buffer(w3a, f32, 1, a_dim),  buffer(w1b, f32, 1, b_dim), buffer(w2b, f32, 1, b_dim),
+      buffer(w3b, f32, 1, b_dim), buffer(p1, i32, 1, n_dim),   buffer(p2, i32, 1, n_dim),  buffer(out, f32, 1, d_dim)};
+  kernel(&args[0], &args[1], &args[2], &args[3], &args[4], &args[5], &args[6], &args[7], &args[8], &args[9], &args[10],
+         &args[11], &args[12], &args[13], &args[14], &args[15]);
+}
+
 } // namespace needle_halide
 
 // The kernels @step calls (codegen/Lower/Lower.cpp), by name: the model's module declares
@@ -186,3 +214,4 @@ NEEDLE_KERNEL(zc_norm)
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;
 extern "C" const auto needle_kernel_attention_halide = &needle_halide::attention;
+extern "C" const auto needle_kernel_kron_mlp_flat_halide = &needle_halide::kron_mlp_flat;

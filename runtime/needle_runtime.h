@@ -689,9 +689,10 @@ inline int64_t kron_mlp_scratch_floats(int64_t n) { return 3 * n; }
 ///   m = zc(x1; norm); cond = 1 + softmax(cond_vᵀ m) · cond_u; z = pad(m, n)
 ///   z = K_1(d1 ⊙ z)[p1]; z = K_2(silu(d2 ⊙ cond ⊙ z + b2))[p2]; z = K_3(d3 ⊙ z); out = (d4 ⊙ z)[:D]
 /// Scratch: kron_mlp_scratch_floats(n) = 3n floats. out may equal x1 (x1 is read only first).
-inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
+/// kron_mlp's first part: m = zc(x1; norm) padded to n into z, and cond (n floats each).
+inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, float *cond, float *z) {
   const int64_t D = w.d_model, n = w.n;
-  float *cond = scratch, *a = scratch + n, *b = scratch + 2 * n;
+  float *a = z;
   zc_norm(x1, w.norm, D, 1, eps, a);
   for (int64_t i = D; i < n; ++i)
     a[i] = 0.0f;
@@ -712,6 +713,12 @@ inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratc
   for (int j = 0; j < 8; ++j)
     for (int64_t i = 0; i < n; ++i)
       cond[i] += mix[j] * w.cond_u[j * n + i];
+}
+
+inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
+  const int64_t D = w.d_model, n = w.n;
+  float *cond = scratch, *a = scratch + n, *b = scratch + 2 * n;
+  kron_mlp_condition(w, x1, eps, cond, a);
   // a -> K_1 -> gather p1 into b -> silu -> K_2 -> gather p2 into a -> K_3.
   for (int64_t i = 0; i < n; ++i)
     a[i] *= w.d1[i];

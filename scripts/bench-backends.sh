@@ -5,7 +5,8 @@
 # 128-token prefill in one feed, then 64 tokens decoded one at a time), beside the two rooflines:
 # CQ bytes a token streams (needle-bench's accounting) over the read bandwidth measured, in this
 # run, at the model's working set and at DRAM size (512 MiB). Prints markdown tables
-# (docs/performance.md). Needs a build (scripts/build.sh). Timing only: this is not a test.
+# (docs/performance.md), and depth 8 at a 2000-token context. Needs a build (scripts/build.sh).
+# Timing only: this is not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin
@@ -36,9 +37,13 @@ for depth in 2 8 20; do
   cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"obj$depth.h\"" -I"$work" test/bench/bench_model.c \
     "$out.o" -lm -o "$out-bench"
   echo "$depth obj $obj_ms $("$out-bench" 128 64 3)" >>"$work/runs.txt"
+  if [ "$depth" = 8 ]; then # a long context: attention over 2000 positions
+    echo "cpp $("$work/cpp8-bench" 2000 64 1)" >"$work/long.txt"
+    echo "obj $("$out-bench" 2000 64 1)" >>"$work/long.txt"
+  fi
 done
 
-/usr/bin/python3 - "$work/figures.json" "$work/runs.txt" <<'PY'
+/usr/bin/python3 - "$work/figures.json" "$work/runs.txt" "$work/long.txt" <<'PY'
 import json, sys
 figures = json.load(open(sys.argv[1]))["benchmarks"]
 bandwidth = {int(b["name"].split("/")[1]): b["read bytes/s"] for b in figures if b["name"].startswith("BM_ReadBandwidth")}
@@ -57,4 +62,13 @@ for line in open(sys.argv[2]):
     name = "C++ (g++ -O2 -march=native)" if backend == "cpp" else "object (--target host)"
     print(f"| {depth} | {name} | {int(ms) / 1000:.1f} s | {float(prefill):.0f} | {decode:.0f} | {b / 1e6:.2f} MB | "
           f"{ws:,.0f} tok/s ({size} MiB) | {100 * decode / ws:.1f}% | {dram:,.0f} tok/s | {100 * decode / dram:.1f}% |")
+print()
+print("Depth 8 at a long context: a 2000-token prefill in one feed, then 64 tokens decoded one at a time.")
+print()
+print("| backend | prefill 2000 tok/s | decode tok/s after it |")
+print("|---|---|---|")
+for line in open(sys.argv[3]):
+    backend, prefill, decode, arena = line.split()
+    name = "C++ (g++ -O2 -march=native)" if backend == "cpp" else "object (--target host)"
+    print(f"| {name} | {float(prefill):.0f} | {float(decode):.0f} |")
 PY

@@ -1,5 +1,6 @@
 // Halide kernels for the object backend, generated at compile time for one shape and one target:
-// the CQ matvec (one token's and a batch's), its codebook built in, and attention over a KV ring. This library includes
+// the CQ matvec (one token's and a batch's), its codebook built in, attention over a KV ring, and
+// the Kronecker MLP. This library includes
 // Halide 14 (on LLVM 14) and never an LLVM 19 or MLIR header (docs/architecture.md): it hands
 // LLVM bitcode back as bytes, which the object printer loads into LLVM 19.
 #pragma once
@@ -19,6 +20,10 @@ struct CqMatvecShape {
 
 struct AttentionShape {
   int64_t heads = 0, kvHeads = 0, dqk = 0, dv = 0, capacity = 0;
+};
+
+struct KronMlpShape {
+  int64_t dModel = 0, n = 0, ba = 0, bb = 0;
 };
 
 /// The kernels of one object, compiled together: one Halide module, one pass of Halide's LLVM.
@@ -48,6 +53,10 @@ public:
   /// k_cache (slot, d, kv head) (needle_rt::attention's transposed keys), v_cache (d, kv head,
   /// slot), scores [count] (the caller's scratch), out [dv].
   void addAttention(const AttentionShape &shape, const std::string &name);
+
+  /// `int name(z, cond, d1, d2, b2, d3, d4, w1a, w2a, w3a, w1b, w2b, w3b, p1, p2, out)`, each a
+  /// halide_buffer_t: needle_rt::kron_mlp after kron_mlp_condition (z, cond [n]), out [d_model].
+  void addKronMlp(const KronMlpShape &shape, const std::string &name);
 
   bool empty() const;
 
