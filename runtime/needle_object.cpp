@@ -175,6 +175,18 @@ kron_mlp_flat(KronMlpKernel kernel, int64_t d_model, int64_t n, int64_t ba, int6
          &args[11], &args[12], &args[13], &args[14], &args[15]);
 }
 
+using HadamardKernel = int (*)(Buffer *in, Buffer *out);
+
+/// needle_rt::hadamard on a Halide kernel generated for its shape. In place (out == in) too: the
+/// kernel reads a group whole before it writes it.
+__attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const float *in, int64_t n, int64_t group,
+                                                    float *out) {
+  Dimension in_dim[] = {{0, static_cast<int32_t>(n), 1, 0}};
+  Dimension out_dim[] = {{0, static_cast<int32_t>((n + group - 1) / group * group), 1, 0}};
+  Buffer in_buffer = buffer(in, {2, 32, 1}, 1, in_dim), out_buffer = buffer(out, {2, 32, 1}, 1, out_dim);
+  kernel(&in_buffer, &out_buffer);
+}
+
 } // namespace needle_halide
 
 // The kernels @step calls (codegen/Lower/Lower.cpp), by name: the model's module declares
@@ -215,3 +227,4 @@ extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;
 extern "C" const auto needle_kernel_attention_halide = &needle_halide::attention;
 extern "C" const auto needle_kernel_kron_mlp_flat_halide = &needle_halide::kron_mlp_flat;
+extern "C" const auto needle_kernel_hadamard_halide = &needle_halide::hadamard;

@@ -22,6 +22,10 @@ struct AttentionShape {
   int64_t heads = 0, kvHeads = 0, dqk = 0, dv = 0, capacity = 0;
 };
 
+struct HadamardShape {
+  int64_t n = 0, group = 0;
+};
+
 struct KronMlpShape {
   int64_t dModel = 0, n = 0, ba = 0, bb = 0;
 };
@@ -57,6 +61,10 @@ public:
   /// `int name(z, cond, d1, d2, b2, d3, d4, w1a, w2a, w3a, w1b, w2b, w3b, p1, p2, out)`, each a
   /// halide_buffer_t: needle_rt::kron_mlp after kron_mlp_condition (z, cond [n]), out [d_model].
   void addKronMlp(const KronMlpShape &shape, const std::string &name);
+
+  /// `int name(halide_buffer_t *in, halide_buffer_t *out)`: needle_rt::hadamard, in [n] padded
+  /// with zeros to out [whole groups], each group rotated.
+  void addHadamard(const HadamardShape &shape, const std::string &name);
 
   bool empty() const;
 

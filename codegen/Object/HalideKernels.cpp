@@ -27,6 +27,8 @@ bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || c
 std::optional<HalideKey> halideKey(const KernelCall &call) {
   if (isCqMatvec(call))
     return HalideKey{"cq_matvec", {call.args[4].value, call.args[5].value, call.args[3].value}};
+  if (call.kernel == "hadamard") // (in, n, group, out)
+    return HalideKey{call.kernel, {call.args[1].value, call.args[2].value}};
   if (call.kernel == "kron_mlp_flat") // (d_model, n, ba, bb, ...)
     return HalideKey{call.kernel, {call.args[0].value, call.args[1].value, call.args[2].value, call.args[3].value}};
   if (call.kernel == "attention") // (q, k, v, heads, kv_heads, dqk, dv, window, capacity, ...)
@@ -60,6 +62,12 @@ std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKe
                                             const KernelProgram &program, const HalideChoice &choice) {
   if (key.first == "cq_matvec")
     return addCqKernels(set, key, batched, program, choice);
+  if (key.first == "hadamard") {
+    const std::vector<int64_t> &s = key.second; // (n, group)
+    HalideKernel kernel{fmt::format("needle_hk_hadamard_{}_g{}", s[0], s[1]), "", {}};
+    set.addHadamard({s[0], s[1]}, kernel.name);
+    return kernel;
+  }
   if (key.first == "kron_mlp_flat") {
     const std::vector<int64_t> &s = key.second; // (d_model, n, ba, bb)
     HalideKernel kernel{fmt::format("needle_hk_kron_mlp_{}_{}x{}", s[0], s[2], s[3]), "", {}};
