@@ -177,13 +177,18 @@ kron_mlp_flat(KronMlpKernel kernel, int64_t d_model, int64_t n, int64_t ba, int6
 
 using HadamardKernel = int (*)(Buffer *in, Buffer *out);
 
-/// needle_rt::hadamard on a Halide kernel generated for its shape. In place (out == in) too: the
-/// kernel reads a group whole before it writes it.
+/// needle_rt::hadamard on a Halide kernel generated for its group size: the padding as the
+/// portable kernel does it, then the kernel in place on whole groups (it reads a group whole
+/// before it writes it).
 __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const float *in, int64_t n, int64_t group,
                                                     float *out) {
-  Dimension in_dim[] = {{0, static_cast<int32_t>(n), 1, 0}};
-  Dimension out_dim[] = {{0, static_cast<int32_t>((n + group - 1) / group * group), 1, 0}};
-  Buffer in_buffer = buffer(in, {2, 32, 1}, 1, in_dim), out_buffer = buffer(out, {2, 32, 1}, 1, out_dim);
+  const int64_t padded = (n + group - 1) / group * group;
+  if (out != in)
+    std::memmove(out, in, static_cast<size_t>(n) * sizeof(float));
+  for (int64_t i = n; i < padded; ++i)
+    out[i] = 0.0f;
+  Dimension dim[] = {{0, static_cast<int32_t>(padded), 1, 0}};
+  Buffer in_buffer = buffer(out, {2, 32, 1}, 1, dim), out_buffer = buffer(out, {2, 32, 1}, 1, dim);
   kernel(&in_buffer, &out_buffer);
 }
 

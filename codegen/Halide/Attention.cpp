@@ -9,7 +9,7 @@ using namespace Halide;
 
 void HalideKernelSet::addAttention(const AttentionShape &shape, const std::string &name) {
   const int kvHeads = static_cast<int>(shape.kvHeads), dqk = static_cast<int>(shape.dqk);
-  const int dv = static_cast<int>(shape.dv), capacity = static_cast<int>(shape.capacity);
+  const int dv = static_cast<int>(shape.dv);
   ImageParam q(Float(32), 1, "q"), keys(Float(32), 3, "k_cache"), values(Float(32), 3, "v_cache");
   Param<int32_t> kv("kv_head"), first("first_slot"), count("count");
   Var i("i"), e("e");
@@ -44,12 +44,12 @@ void HalideKernelSet::addAttention(const AttentionShape &shape, const std::strin
   out.vectorize(e, lanes, TailStrategy::GuardWithIf);
 
   q.dim(0).set_bounds(0, dqk).set_stride(1);
-  keys.dim(0).set_bounds(0, capacity).set_stride(1);
-  keys.dim(1).set_bounds(0, dqk).set_stride(capacity);
-  keys.dim(2).set_bounds(0, kvHeads).set_stride(dqk * capacity);
+  keys.dim(0).set_min(0).set_stride(1); // the ring's capacity: any
+  keys.dim(1).set_bounds(0, dqk);
+  keys.dim(2).set_bounds(0, kvHeads);
   values.dim(0).set_bounds(0, dv).set_stride(1);
   values.dim(1).set_bounds(0, kvHeads).set_stride(dv);
-  values.dim(2).set_bounds(0, capacity).set_stride(kvHeads * dv);
+  values.dim(2).set_min(0).set_stride(kvHeads * dv);
   score.output_buffer().dim(0).set_min(0).set_stride(1);
   out.output_buffer().dim(0).set_bounds(0, dv).set_stride(1);
 

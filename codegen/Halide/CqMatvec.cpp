@@ -31,21 +31,21 @@ Expr indexAt(const ImageParam &packed, const Expr &lane, const Expr &k, const Ex
 }
 
 /// The tiled layouts' bounds and strides (docs/targets.md): packed(lane, byte, tile),
-/// norms(lane, group, tile).
-void setTiledBounds(ImageParam &packed, ImageParam &norms, int tile, int rowBytes, int groups, int tiles) {
+/// norms(lane, group, tile). The number of tiles (the rows) is the buffers': one kernel serves
+/// every matrix of its width.
+void setTiledBounds(ImageParam &packed, ImageParam &norms, int tile, int rowBytes, int groups) {
   packed.dim(0).set_bounds(0, tile).set_stride(1);
   packed.dim(1).set_bounds(0, rowBytes).set_stride(tile);
-  packed.dim(2).set_bounds(0, tiles).set_stride(tile * rowBytes);
+  packed.dim(2).set_min(0).set_stride(tile * rowBytes);
   norms.dim(0).set_bounds(0, tile).set_stride(1);
   norms.dim(1).set_bounds(0, groups).set_stride(tile);
-  norms.dim(2).set_bounds(0, tiles).set_stride(tile * groups);
+  norms.dim(2).set_min(0).set_stride(tile * groups);
 }
 
 } // namespace
 
 void HalideKernelSet::addCqMatmul(const CqMatvecShape &shape, const std::string &name) {
-  const int tile = lanes_;
-  const int rows = static_cast<int>(shape.rows), bits = shape.bits;
+  const int tile = lanes_, bits = shape.bits;
   const int groups = static_cast<int>((shape.cols + kGroup - 1) / kGroup), padded = groups * kGroup;
   ImageParam packed(UInt(8), 3, "packed"), norms(UInt(16), 3, "norms"), x(Float(32), 2, "x_rot");
   Var lane("lane"), k("k"), g("g"), t("t"), j("j"), r("r");
@@ -75,19 +75,18 @@ void HalideKernelSet::addCqMatmul(const CqMatvecShape &shape, const std::string 
   dot.compute_at(sum, j).vectorize(lane);
   dot.update().vectorize(lane).unroll(i, 4);
 
-  setTiledBounds(packed, norms, tile, padded * bits / 8, groups, rows / tile);
+  setTiledBounds(packed, norms, tile, padded * bits / 8, groups);
   x.dim(0).set_bounds(0, padded).set_stride(1);
-  y.output_buffer().dim(0).set_bounds(0, rows).set_stride(1);
+  y.output_buffer().dim(0).set_min(0).set_stride(1);
   y.output_buffer().dim(1).set_stride(x.dim(1).stride());
 
   modules_->modules.push_back(kernelModule(y, {packed, norms, x}, target_, name));
 }
 
 void HalideKernelSet::addCqMatvec(const CqMatvecShape &shape, const std::string &name) {
-  const int tile = lanes_;
-  const int rows = static_cast<int>(shape.rows), bits = shape.bits;
+  const int tile = lanes_, bits = shape.bits;
   const int groups = static_cast<int>((shape.cols + kGroup - 1) / kGroup), padded = groups * kGroup;
-  const int rowBytes = padded * bits / 8, groupBytes = kGroup * bits / 8, tiles = rows / tile;
+  const int rowBytes = padded * bits / 8, groupBytes = kGroup * bits / 8;
   // Tiled layouts (cqTileLayout): packed(lane, byte, tile), norms(lane, group, tile).
   ImageParam packed(UInt(8), 3, "packed"), norms(UInt(16), 3, "norms"), x(Float(32), 1, "x_rot");
   Var lane("lane"), g("g"), t("t"), r("r");
@@ -125,9 +124,9 @@ void HalideKernelSet::addCqMatvec(const CqMatvecShape &shape, const std::string 
   sum.compute_at(y, t).vectorize(lane).update().vectorize(lane);
   dot.compute_at(y, t).vectorize(lane).update().vectorize(lane);
 
-  setTiledBounds(packed, norms, tile, rowBytes, groups, tiles);
+  setTiledBounds(packed, norms, tile, rowBytes, groups);
   x.dim(0).set_bounds(0, padded).set_stride(1);
-  y.output_buffer().dim(0).set_bounds(0, rows).set_stride(1);
+  y.output_buffer().dim(0).set_min(0).set_stride(1);
 
   modules_->modules.push_back(kernelModule(y, {packed, norms, x}, target_, name));
 }

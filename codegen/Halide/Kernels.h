@@ -12,18 +12,22 @@
 
 namespace needle {
 
+/// A CQ matrix's width and codebook: its kernels serve any number of rows (a multiple of the
+/// tile).
 struct CqMatvecShape {
-  int64_t rows = 0, cols = 0;
+  int64_t cols = 0;
   int bits = 0;
   std::vector<float> codebook; // 2^bits entries
 };
 
+/// The ring's capacity and span come with the buffers: one kernel serves local and global blocks.
 struct AttentionShape {
-  int64_t heads = 0, kvHeads = 0, dqk = 0, dv = 0, capacity = 0;
+  int64_t heads = 0, kvHeads = 0, dqk = 0, dv = 0;
 };
 
+/// The length comes with the buffers.
 struct HadamardShape {
-  int64_t n = 0, group = 0;
+  int64_t group = 0;
 };
 
 struct KronMlpShape {
@@ -42,7 +46,8 @@ public:
   /// halide_buffer_t *y)`: needle_rt::cq_matvec for `shape` on its weights in the tiled layout
   /// (docs/targets.md, "Halide kernels"): rows in tiles of `lanes` (rows must be a multiple),
   /// packed[tile][byte][lane] and norms[tile][group][lane], so one vector load takes the same byte
-  /// of a tile's rows. Strides and extents are fixed at compile time.
+  /// of a tile's rows. Strides and the width are fixed at compile time, the rows come with the
+  /// buffers.
   void addCqMatvec(const CqMatvecShape &shape, const std::string &name);
 
   /// The same for n tokens at once (needle_rt::cq_matmul): x_rot and y are 2-D, (column, token),
@@ -62,8 +67,8 @@ public:
   /// halide_buffer_t: needle_rt::kron_mlp after kron_mlp_condition (z, cond [n]), out [d_model].
   void addKronMlp(const KronMlpShape &shape, const std::string &name);
 
-  /// `int name(halide_buffer_t *in, halide_buffer_t *out)`: needle_rt::hadamard, in [n] padded
-  /// with zeros to out [whole groups], each group rotated.
+  /// `int name(halide_buffer_t *in, halide_buffer_t *out)`: each group of in rotated into out,
+  /// both [whole groups] (any number; in and out may be one buffer).
   void addHadamard(const HadamardShape &shape, const std::string &name);
 
   bool empty() const;

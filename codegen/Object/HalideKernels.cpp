@@ -23,49 +23,47 @@ using Kind = KernelArg::Kind;
 /// (packed, norms, codebook, bits, rows, cols, x_rot, y).
 bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
 
-/// The kernel and shape of a call Halide may serve.
+/// The kernel and shape of a call Halide may serve: CQ matvecs by width and bits (a kernel serves
+/// any number of rows), the rest by every size they fix.
 std::optional<HalideKey> halideKey(const KernelCall &call) {
   if (isCqMatvec(call))
-    return HalideKey{"cq_matvec", {call.args[4].value, call.args[5].value, call.args[3].value}};
+    return HalideKey{"cq_matvec", {call.args[5].value, call.args[3].value}};
   if (call.kernel == "hadamard") // (in, n, group, out)
-    return HalideKey{call.kernel, {call.args[1].value, call.args[2].value}};
+    return HalideKey{call.kernel, {call.args[2].value}};
   if (call.kernel == "kron_mlp_flat") // (d_model, n, ba, bb, ...)
     return HalideKey{call.kernel, {call.args[0].value, call.args[1].value, call.args[2].value, call.args[3].value}};
-  if (call.kernel == "attention") // (q, k, v, heads, kv_heads, dqk, dv, window, capacity, ...)
-    return HalideKey{
-        call.kernel,
-        {call.args[3].value, call.args[4].value, call.args[5].value, call.args[6].value, call.args[8].value}};
+  if (call.kernel == "attention") // (q, k, v, heads, kv_heads, dqk, dv, ...)
+    return HalideKey{call.kernel, {call.args[3].value, call.args[4].value, call.args[5].value, call.args[6].value}};
   return std::nullopt;
 }
 
-/// Adds the Halide kernels for one shape of CQ matvec to `set` (the batched one too where
-/// `batched`), or returns nothing where the portable kernel stays: rows that do not fill whole
+/// Whether a Halide CQ kernel with tiles of `tile` rows can serve `call`: its rows fill whole
 /// tiles.
-std::optional<HalideKernel> addCqKernels(HalideKernelSet &set, const HalideKey &key, bool batched,
-                                         const KernelProgram &program, const HalideChoice &choice) {
-  const std::vector<int64_t> &shape = key.second; // cq_matvec's (rows, cols, bits)
-  const int64_t rows = shape[0], cols = shape[1], bits = shape[2];
-  if (rows % choice.lanes)
-    return std::nullopt;
-  const std::string suffix = fmt::format("{}x{}_cq{}", rows, cols, bits);
+bool fillsTiles(const KernelCall &call, int64_t tile) { return call.args[4].value % tile == 0; }
+
+/// Adds the Halide kernels for one width of CQ matvec to `set` (the batched one too where
+/// `batched`).
+HalideKernel addCqKernels(HalideKernelSet &set, const HalideKey &key, bool batched, const KernelProgram &program,
+                          const HalideChoice &choice) {
+  const int64_t cols = key.second[0], bits = key.second[1];
+  const std::string suffix = fmt::format("{}_cq{}", cols, bits);
   HalideKernel kernel{"needle_hk_cq_matvec_" + suffix, batched ? "needle_hk_cq_matmul_" + suffix : "", {choice.lanes}};
-  const CqMatvecShape cq{rows, cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))};
+  const CqMatvecShape cq{cols, static_cast<int>(bits), program.codebooks.at(static_cast<int>(bits))};
   set.addCqMatvec(cq, kernel.name);
   if (batched)
     set.addCqMatmul(cq, kernel.batched);
   return kernel;
 }
 
-/// Adds the Halide kernel for one call's kernel and shape to `set`, or returns nothing where the
-/// portable kernel stays.
-std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKey &key, bool batched,
-                                            const KernelProgram &program, const HalideChoice &choice) {
+/// Adds the Halide kernel for one call's kernel and shape to `set`.
+HalideKernel addHalideKernel(HalideKernelSet &set, const HalideKey &key, bool batched, const KernelProgram &program,
+                             const HalideChoice &choice) {
   if (key.first == "cq_matvec")
     return addCqKernels(set, key, batched, program, choice);
   if (key.first == "hadamard") {
-    const std::vector<int64_t> &s = key.second; // (n, group)
-    HalideKernel kernel{fmt::format("needle_hk_hadamard_{}_g{}", s[0], s[1]), "", {}};
-    set.addHadamard({s[0], s[1]}, kernel.name);
+    const int64_t group = key.second[0];
+    HalideKernel kernel{fmt::format("needle_hk_hadamard_g{}", group), "", {}};
+    set.addHadamard({group}, kernel.name);
     return kernel;
   }
   if (key.first == "kron_mlp_flat") {
@@ -74,9 +72,9 @@ std::optional<HalideKernel> addHalideKernel(HalideKernelSet &set, const HalideKe
     set.addKronMlp({s[0], s[1], s[2], s[3]}, kernel.name);
     return kernel;
   }
-  const std::vector<int64_t> &s = key.second; // attention's (heads, kv_heads, dqk, dv, capacity)
-  HalideKernel kernel{fmt::format("needle_hk_attention_h{}x{}_kv{}x{}_ring{}", s[0], s[2], s[1], s[3], s[4]), "", {}};
-  set.addAttention({s[0], s[1], s[2], s[3], s[4]}, kernel.name);
+  const std::vector<int64_t> &s = key.second; // attention's (heads, kv_heads, dqk, dv)
+  HalideKernel kernel{fmt::format("needle_hk_attention_h{}x{}_kv{}x{}", s[0], s[2], s[1], s[3]), "", {}};
+  set.addAttention({s[0], s[1], s[2], s[3]}, kernel.name);
   return kernel;
 }
 
@@ -125,7 +123,9 @@ std::optional<HalideChoice> halideChoice(const TargetSpec &target, const llvm::T
 const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCall &call) {
   const std::optional<HalideKey> key = halideKey(call);
   const auto it = key ? kernels.find(*key) : kernels.end();
-  return it == kernels.end() ? nullptr : &it->second;
+  if (it == kernels.end() || (isCqMatvec(call) && !fillsTiles(call, it->second.bridgeArgs[0])))
+    return nullptr;
+  return &it->second;
 }
 
 HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice) {
@@ -134,11 +134,11 @@ HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &progr
   std::map<HalideKey, bool> batched; // by shape: whether a batched call has it, in program order
   forEachCall(program, [&](const KernelCall &call) {
     if (const std::optional<HalideKey> key = halideKey(call))
-      batched[*key] |= call.kernel == "cq_matmul";
+      if (!isCqMatvec(call) || fillsTiles(call, choice.lanes))
+        batched[*key] |= call.kernel == "cq_matmul";
   });
   for (const auto &[key, isBatched] : batched)
-    if (std::optional<HalideKernel> kernel = addHalideKernel(set, key, isBatched, program, choice))
-      kernels.emplace(key, *kernel);
+    kernels.emplace(key, addHalideKernel(set, key, isBatched, program, choice));
   if (set.empty())
     return kernels;
   const std::string bitcode = set.bitcode();
