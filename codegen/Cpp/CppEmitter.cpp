@@ -136,7 +136,7 @@ void Printer::printStage(const StepStage &stage) {
   if (stage.kind == Kind::EachToken)
     body_ += "  for (int64_t i = 0; i < n; ++i) {\n";
   else if (stage.kind == Kind::LastToken)
-    body_ += "  { // only the last token's outputs are kept\n    const int64_t i = n - 1;\n";
+    body_ += "  { // only the last token's outputs are kept\n    [[maybe_unused]] const int64_t i = n - 1;\n";
   indent_ = perToken_ ? "    " : "  ";
   for (const KernelCall &call : stage.calls)
     printCall(call);
