@@ -3,11 +3,11 @@
 // (docs/model.md is the contract).
 //
 // This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
-// self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring>; everything inline in
-// namespace needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read
-// and write only the caller's memory. Sizes and positions are int64_t; "floats" below counts
-// float elements. Where a kernel keeps state across tokens (rings, pooling), the comment above
-// it gives the exact layout and size; the caller owns and places it (the arena planner).
+// self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring> (and, on x86-64 with
+// GCC or Clang, <immintrin.h> for the AVX2 kernels); everything inline in namespace needle_rt; no allocation,
+// exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's memory. Sizes and positions
+// are int64_t; "floats" below counts float elements. Where a kernel keeps state across tokens (rings, pooling), the
+// comment above it gives the exact layout and size; the caller owns and places it (the arena planner).
 //
 // Arithmetic is f32 with f32 accumulators (the reference accumulates in double), except RoPE's
 // angle, cos and sin, which model.md requires in double.
@@ -18,6 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define NEEDLE_RT_X86_KERNELS 1
+#endif
 
 namespace needle_rt {
 
@@ -161,23 +166,6 @@ inline float cq_group_dot(const uint8_t *p, int bits, const float *c, const floa
   return (s0 + s1) + (s2 + s3);
 }
 
-/// needle.cq_matmul: y[r] = Σ_g n16[r,g] Σ_i c[idx[r,g,i]] x_rot[g·128 + i], i.e. W x with
-/// W = C·H per group and x_rot = H x (padded). packed [rows][cq_row_bytes(cols, bits)], norms
-/// [rows][cq_groups(cols)] fp16, codebook [2^bits], x_rot [cq_padded_cols(cols)], y [rows].
-/// y must not overlap x_rot.
-inline void cq_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                      int64_t cols, const float *x_rot, float *y) {
-  const int64_t groups = cq_groups(cols), row_bytes = cq_row_bytes(cols, bits), group_bytes = 16 * bits;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t *row = packed + r * row_bytes;
-    float sum = 0.0f;
-    for (int64_t g = 0; g < groups; ++g)
-      sum += half_to_float(norms[r * groups + g]) *
-             cq_group_dot(row + g * group_bytes, bits, codebook, x_rot + g * cq_group);
-    y[r] = sum;
-  }
-}
-
 /// Decodes one group of 128 indices packed at `bits` (as cq_group_dot reads them) into
 /// out[i·stride] = c[idx_i].
 inline void cq_group_decode(const uint8_t *p, int bits, const float *c, float *out, int64_t stride) {
@@ -196,6 +184,76 @@ inline void cq_group_decode(const uint8_t *p, int bits, const float *c, float *o
       for (int k = 0; k < 8; ++k, out += stride)
         out[0] = c[(w >> (3 * k)) & 7u];
     }
+  }
+}
+
+/// How a CQ matrix's packed indices and norms are laid out (docs/targets.md, "Weight layouts"):
+/// where row r's group g and its norm are, and how a group of 128 indices (16·bits bytes) is
+/// read, as a dot product with x and as decoded values. The matvecs below are written once over
+/// a layout.
+///
+/// CqRowMajor is the file's layout (spec/cq.md): packed [rows][cq_row_bytes], 2 and 4 bits
+/// little-endian within a byte, 3 bits as runs of 8 indices in 3 bytes; norms [rows][groups].
+struct CqRowMajor {
+  int bits;
+  const uint8_t *group(const uint8_t *packed, int64_t, int64_t groups, int64_t r, int64_t g) const {
+    return packed + (r * groups + g) * 16 * bits;
+  }
+  int64_t norm(int64_t, int64_t groups, int64_t r, int64_t g) const { return r * groups + g; }
+  float group_dot(const uint8_t *p, const float *c, const float *x) const { return cq_group_dot(p, bits, c, x); }
+  void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
+    cq_group_decode(p, bits, c, out, stride);
+  }
+};
+
+/// Cq2x8: CQ2 re-laid by needlec for 8 vector lanes.
+///   - A group is 8 little-endian 32-bit words, bits 2m..2m+1 of word l holding column 8m + l's
+///     index. Shifted right by 2m, the words hold the indices of columns 8m..8m+7 in their low
+///     bits, in order: one shift and one table lookup decode 8 columns (cq2x8_matvec_avx2).
+///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
+///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
+///     inputs (per token) stay in L1. The norms follow the same order.
+struct Cq2x8 {
+  static constexpr int64_t block = 4;
+  /// Where row r's group g is, counted in groups (and in norms).
+  static int64_t offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
+    const int64_t first = g - g % block, count = groups - first < block ? groups - first : block;
+    return first * rows + r * count + g % block;
+  }
+  const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
+    return packed + 32 * offset(rows, groups, r, g);
+  }
+  int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const { return offset(rows, groups, r, g); }
+  /// Column i (< 128) of one group.
+  static unsigned index(const uint8_t *group, int64_t i) {
+    return (group[4 * (i % 8) + i / 32] >> (2 * ((i / 8) % 4))) & 3u;
+  }
+  float group_dot(const uint8_t *p, const float *c, const float *x) const {
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t i = 0; i < cq_group; ++i)
+      lane[i % 8] += c[index(p, i)] * x[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  }
+  void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
+    for (int64_t i = 0; i < cq_group; ++i)
+      out[i * stride] = c[index(p, i)];
+  }
+};
+
+/// needle.cq_matmul for one token on any layout: y[r] = Σ_g n16[r,g] Σ_i c[idx[r,g,i]]
+/// x_rot[g·128 + i], i.e. W x with W = C·H per group and x_rot = H x (padded). packed and norms
+/// (fp16) as the layout has them, codebook [2^bits], x_rot [cq_padded_cols(cols)], y [rows]. y must
+/// not overlap x_rot.
+template <typename Layout>
+inline void cq_matvec_in(const Layout &layout, const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                         int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  const int64_t groups = cq_groups(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    float sum = 0.0f;
+    for (int64_t g = 0; g < groups; ++g)
+      sum += half_to_float(norms[layout.norm(rows, groups, r, g)]) *
+             layout.group_dot(layout.group(packed, rows, groups, r, g), codebook, x_rot + g * cq_group);
+    y[r] = sum;
   }
 }
 
@@ -220,15 +278,16 @@ inline void rows8_dot(const float (*w)[8], const float *x, float *acc) {
 #endif
 }
 
-/// cq_matvec for n tokens at once (a batched step, docs/codegen.md): token j's x_rot and y are
+/// cq_matvec_in for n tokens at once (a batched step, docs/codegen.md): token j's x_rot and y are
 /// j·stride floats after token 0's. A group of 8 rows is decoded once for all n tokens, and each
 /// token's sums over it run across the 8 rows (a loop without a reduction, so it vectorizes).
-inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                      int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+template <typename Layout>
+inline void cq_matmul_in(const Layout &layout, const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                         int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   if (n == 1)
-    return cq_matvec(packed, norms, codebook, bits, rows, cols, x_rot, y);
+    return cq_matvec_in(layout, packed, norms, codebook, rows, cols, x_rot, y);
   constexpr int64_t tile = 8;
-  const int64_t groups = cq_groups(cols), row_bytes = cq_row_bytes(cols, bits), group_bytes = 16 * bits;
+  const int64_t groups = cq_groups(cols);
   float w[cq_group][tile], scale[tile], acc[tile];
   for (int64_t r0 = 0; r0 < rows; r0 += tile) {
     const int64_t count = rows - r0 < tile ? rows - r0 : tile;
@@ -237,9 +296,9 @@ inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float 
         y[j * stride + r0 + r] = 0.0f;
     for (int64_t g = 0; g < groups; ++g) {
       for (int64_t r = 0; r < tile; ++r) {
-        scale[r] = r < count ? half_to_float(norms[(r0 + r) * groups + g]) : 0.0f;
+        scale[r] = r < count ? half_to_float(norms[layout.norm(rows, groups, r0 + r, g)]) : 0.0f;
         if (r < count)
-          cq_group_decode(packed + (r0 + r) * row_bytes + g * group_bytes, bits, codebook, &w[0][r], tile);
+          layout.group_decode(layout.group(packed, rows, groups, r0 + r, g), codebook, &w[0][r], tile);
         else
           for (int64_t i = 0; i < cq_group; ++i)
             w[i][r] = 0.0f;
@@ -251,6 +310,197 @@ inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float 
       }
     }
   }
+}
+
+/// needle.cq_matmul for one token on the file's layout (cq_matvec_in).
+inline void cq_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                      int64_t cols, const float *x_rot, float *y) {
+  cq_matvec_in(CqRowMajor{bits}, packed, norms, codebook, rows, cols, x_rot, y);
+}
+
+/// needle.cq_matmul for n tokens on the file's layout (cq_matmul_in).
+inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                      int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+  cq_matmul_in(CqRowMajor{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+}
+
+#if NEEDLE_RT_X86_KERNELS
+// AVX2 kernels on the Cq2x8 layout. Each function carries its own target attribute, so the
+// runtime compiles without -mavx2: the object backend calls them only for a CPU with AVX2, FMA and
+// F16C (codegen/Object), and C++ compiled for such a CPU reaches them through the #if in
+// cq2x8_matvec. A block's groups take 32 bytes each (Cq2x8), so a block of `count` groups of row
+// r starts 32·count·r bytes into the block.
+#define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+/// The sum of a vector's 8 lanes.
+NEEDLE_RT_AVX2 inline float avx2_lane_sum(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+/// c[index] for the 8 columns whose indices are the low 2 bits of `words`' lanes: vpermilps reads
+/// only those bits (the codebook is repeated in both 128-bit halves), so the bits above need no
+/// mask.
+NEEDLE_RT_AVX2 inline __m256 cq2x8_lookup(__m256 codebook, __m256i words) {
+  return _mm256_permutevar_ps(codebook, words);
+}
+
+NEEDLE_RT_AVX2 inline __m256 cq2x8_codebook(const float *c) {
+  return _mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]);
+}
+
+NEEDLE_RT_AVX2 inline __m256i cq2x8_load(const uint8_t *group) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(group));
+}
+
+/// One row's Σ over a block of `count` groups for one token (x at the block): a whole block runs
+/// its 4 groups side by side, 4 independent sums (an FMA's latency is 4) that shift their words
+/// in place (a short dependency per group, few registers live).
+NEEDLE_RT_AVX2 inline float cq2x8_block_dot_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                 __m256 codebook, const float *x) {
+  __m256 acc = _mm256_setzero_ps();
+  if (count == Cq2x8::block) {
+    __m256i w0 = cq2x8_load(row), w1 = cq2x8_load(row + 32), w2 = cq2x8_load(row + 64), w3 = cq2x8_load(row + 96);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int m = 0; m < 16; ++m) {
+      s0 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w0), _mm256_loadu_ps(x + 8 * m), s0);
+      s1 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w1), _mm256_loadu_ps(x + 128 + 8 * m), s1);
+      s2 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w2), _mm256_loadu_ps(x + 256 + 8 * m), s2);
+      s3 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w3), _mm256_loadu_ps(x + 384 + 8 * m), s3);
+      w0 = _mm256_srli_epi32(w0, 2), w1 = _mm256_srli_epi32(w1, 2);
+      w2 = _mm256_srli_epi32(w2, 2), w3 = _mm256_srli_epi32(w3, 2);
+    }
+    alignas(16) float n[4];
+    _mm_store_ps(n, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(norms))));
+    acc = _mm256_mul_ps(s0, _mm256_broadcast_ss(n));
+    acc = _mm256_fmadd_ps(s1, _mm256_broadcast_ss(n + 1), acc);
+    acc = _mm256_fmadd_ps(s2, _mm256_broadcast_ss(n + 2), acc);
+    acc = _mm256_fmadd_ps(s3, _mm256_broadcast_ss(n + 3), acc);
+  } else {
+    for (int64_t g = 0; g < count; ++g) {
+      __m256i w = cq2x8_load(row + 32 * g);
+      __m256 s = _mm256_setzero_ps();
+      for (int m = 0; m < 16; ++m, w = _mm256_srli_epi32(w, 2))
+        s = _mm256_fmadd_ps(cq2x8_lookup(codebook, w), _mm256_loadu_ps(x + cq_group * g + 8 * m), s);
+      acc = _mm256_fmadd_ps(s, _mm256_set1_ps(_cvtsh_ss(norms[g])), acc);
+    }
+  }
+  return avx2_lane_sum(acc);
+}
+
+/// One row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens (x at the
+/// block, token j's j·stride floats on): each 8 columns are decoded and scaled by their norm once
+/// for all the tokens.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                   __m256 codebook, const float *x, int64_t stride, float *y) {
+  // The loops over the tokens unroll (GCC keeps s in memory otherwise), so s lives in registers.
+  __m256 s[kTokens];
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    s[j] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g) {
+    __m256i words = cq2x8_load(row + 32 * g);
+    const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[g]));
+    for (int m = 0; m < 16; ++m, words = _mm256_srli_epi32(words, 2)) {
+      const __m256 w = _mm256_mul_ps(cq2x8_lookup(codebook, words), norm);
+      const float *xm = x + cq_group * g + 8 * m;
+#pragma GCC unroll 8
+      for (int j = 0; j < kTokens; ++j)
+        s[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xm + j * stride), s[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    y[j * stride] += avx2_lane_sum(s[j]);
+}
+
+/// The number of groups in the Cq2x8 block that starts at group g.
+inline int64_t cq2x8_block_count(int64_t groups, int64_t g) {
+  return groups - g < Cq2x8::block ? groups - g : Cq2x8::block;
+}
+
+/// cq2x8_matvec with AVX2, FMA and F16C (bits is 2): block by block, every row's partial sum.
+NEEDLE_RT_AVX2 inline void cq2x8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook, int,
+                                             int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  const int64_t groups = cq_groups(cols);
+  const __m256 c = cq2x8_codebook(codebook);
+  for (int64_t r = 0; r < rows; ++r)
+    y[r] = 0.0f;
+  for (int64_t g = 0; g < groups; g += Cq2x8::block) {
+    const int64_t count = cq2x8_block_count(groups, g);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = g * rows + count * r; // row r's first group in the block
+      y[r] += cq2x8_block_dot_avx2(packed + 32 * at, norms + at, count, c, x_rot + g * cq_group);
+    }
+  }
+}
+
+/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
+/// inputs in a block (16 KB for 8) stay in L1 while every row passes over them.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cq2x8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, __m256 codebook,
+                                             int64_t rows, int64_t groups, const float *x_rot, float *y,
+                                             int64_t stride) {
+  for (int64_t j = 0; j < kTokens; ++j)
+    for (int64_t r = 0; r < rows; ++r)
+      y[j * stride + r] = 0.0f;
+  for (int64_t g = 0; g < groups; g += Cq2x8::block) {
+    const int64_t count = cq2x8_block_count(groups, g);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = g * rows + count * r;
+      cq2x8_block_tokens_avx2<kTokens>(packed + 32 * at, norms + at, count, codebook, x_rot + g * cq_group, stride,
+                                       y + r);
+    }
+  }
+}
+
+/// cq2x8_matmul with AVX2, FMA and F16C: runs of 8 tokens, then one of 4, 2 and 1 as needed.
+NEEDLE_RT_AVX2 inline void cq2x8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                             int64_t stride, int64_t n) {
+  if (n == 1)
+    return cq2x8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
+  const int64_t groups = cq_groups(cols);
+  const __m256 c = cq2x8_codebook(codebook);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    cq2x8_tokens_avx2<8>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  if (j + 4 <= n) {
+    cq2x8_tokens_avx2<4>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    j += 4;
+  }
+  if (j + 2 <= n) {
+    cq2x8_tokens_avx2<2>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    j += 2;
+  }
+  if (j < n)
+    cq2x8_tokens_avx2<1>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+}
+#endif
+
+/// needle.cq_matmul for one token on a CQ2 matrix in the Cq2x8 layout: AVX2 where the compiler
+/// targets it, else cq_matvec_in.
+inline void cq2x8_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                         int64_t cols, const float *x_rot, float *y) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cq2x8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
+#else
+  (void)bits;
+  cq_matvec_in(Cq2x8{}, packed, norms, codebook, rows, cols, x_rot, y);
+#endif
+}
+
+/// needle.cq_matmul for n tokens on a CQ2 matrix in the Cq2x8 layout.
+inline void cq2x8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                         int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cq2x8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#else
+  (void)bits;
+  cq_matmul_in(Cq2x8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+#endif
 }
 
 /// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =

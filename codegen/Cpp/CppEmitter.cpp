@@ -1,5 +1,6 @@
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/KernelProgram.h"
+#include "codegen/Lower/WeightLayouts.h"
 
 #include "Support/Version.h"
 
@@ -255,7 +256,8 @@ std::string Printer::source(const std::string &headerName) {
   // external linkage, so none is reported unused): models built by different needlec versions
   // link into one program without clashing over kernel definitions.
   // Its standard headers come first, so their include guards keep them out of the namespace.
-  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n\n";
+  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
+            "#if defined(__x86_64__) && defined(__GNUC__)\n#include <immintrin.h>\n#endif\n\n";
   source += fmt::format("namespace {}_runtime {{\n", name_);
   source += kRuntimeSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
@@ -283,7 +285,10 @@ std::string Printer::source(const std::string &headerName) {
 
 } // namespace
 
-CppModel emitCpp(const KernelProgram &program, const std::string &name, const std::string &headerName) {
+CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName) {
+  // CQ2 matvecs read the Cq2x8 layout, whatever the compiler targets: its kernel has AVX2 code
+  // behind an #if and a portable one otherwise.
+  useInterleavedCq2(program, "cq2x8_matvec", "cq2x8_matmul");
   return {header(name), Printer(program, name).source(headerName)};
 }
 

@@ -13,9 +13,9 @@ struct CppModel {
   std::string source; // OUT.cpp: the runtime, the weights, @step and the C interface
 };
 
-/// Prints `program`. `name` prefixes every exported symbol; `headerName` is what the source
-/// #includes.
-CppModel emitCpp(const KernelProgram &program, const std::string &name, const std::string &headerName);
+/// Prints `program`, its CQ2 matrices in the Cq2x8 layout. `name` prefixes every exported
+/// symbol; `headerName` is what the source #includes.
+CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName);
 
 /// The C header of a model named `name`: the same for every backend.
 std::string emitHeader(const std::string &name);

@@ -1,6 +1,6 @@
 #include "codegen/Object/HalideKernels.h"
 #include "codegen/Halide/Kernels.h"
-#include "codegen/Object/TiledLayout.h"
+#include "codegen/Lower/WeightLayouts.h"
 
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
@@ -18,10 +18,6 @@ namespace needle {
 namespace {
 
 using Kind = KernelArg::Kind;
-
-/// Whether `call` is a CQ matvec, one token's or a batch's: their first arguments are the same
-/// (packed, norms, codebook, bits, rows, cols, x_rot, y).
-bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
 
 /// The kernel and shape of a call Halide may serve: CQ matvecs by width and bits (a kernel serves
 /// any number of rows), the rest by every size they fix.
@@ -158,44 +154,16 @@ HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &progr
 }
 
 void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
-  std::set<int64_t> readElsewhere;
-  forEachCall(program, [&](const KernelCall &call) {
-    const bool halide = isCqMatvec(call) && halideKernelOf(kernels, call);
-    for (size_t i = halide ? 2 : 0; i < call.args.size(); ++i)
-      if (call.args[i].kind == Kind::Weight)
-        readElsewhere.insert(call.args[i].value);
-  });
-  std::vector<uint8_t> &blob = program.weights;
-  std::map<int64_t, int64_t> tiledOffset; // by row-major offset
-  auto place = [&](int64_t offset, std::vector<uint8_t> tiled) {
-    auto [it, inserted] = tiledOffset.try_emplace(offset, offset);
-    if (!inserted)
-      return it->second;
-    if (readElsewhere.count(offset)) {
-      blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
-      it->second = static_cast<int64_t>(blob.size());
-      blob.insert(blob.end(), tiled.begin(), tiled.end());
-    } else {
-      std::copy(tiled.begin(), tiled.end(), blob.begin() + offset);
-    }
-    return it->second;
+  auto tileOf = [&](const KernelCall &call) { return halideKernelOf(kernels, call)->bridgeArgs[0]; };
+  CqRelayout tiled;
+  tiled.packed = [&](const KernelCall &call, const uint8_t *packed) {
+    const int64_t rowBytes = roundUp(call.args[5].value, 128) * call.args[3].value / 8;
+    return tileRows(packed, call.args[4].value, rowBytes, 1, tileOf(call));
   };
-  forEachCall(program, [&](KernelCall &call) {
-    const HalideKernel *kernel = halideKernelOf(kernels, call);
-    if (!isCqMatvec(call) || !kernel)
-      return;
-    const int64_t rows = call.args[4].value, cols = call.args[5].value, bits = call.args[3].value;
-    const int64_t tile = kernel->bridgeArgs[0], groups = roundUp(cols, 128) / 128;
-    KernelArg &packed = call.args[0], &norms = call.args[1];
-    if (!tiledOffset.count(packed.value)) {
-      const int64_t rowBytes = groups * 128 * bits / 8;
-      packed.value = place(packed.value, tileRows(&blob[static_cast<size_t>(packed.value)], rows, rowBytes, 1, tile));
-      norms.value = place(norms.value, tileRows(&blob[static_cast<size_t>(norms.value)], rows, groups, 2, tile));
-    } else {
-      packed.value = tiledOffset.at(packed.value);
-      norms.value = tiledOffset.at(norms.value);
-    }
-  });
+  tiled.norms = [&](const KernelCall &call, const uint8_t *norms) {
+    return tileRows(norms, call.args[4].value, roundUp(call.args[5].value, 128) / 128, 2, tileOf(call));
+  };
+  relayCqWeights(program, [&](const KernelCall &call) { return halideKernelOf(kernels, call) != nullptr; }, tiled);
 }
 
 void checkNoHalideRuntime(const llvm::Module &module) {

@@ -1,4 +1,5 @@
 #include "codegen/Object/ObjectEmitter.h"
+#include "codegen/Lower/WeightLayouts.h"
 #include "codegen/Object/HalideKernels.h"
 #include "codegen/Object/RuntimeBitcode.h"
 #include "codegen/Object/StepBuilder.h"
@@ -272,6 +273,13 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
   return std::string(buffer.str());
 }
 
+/// Whether the runtime's AVX2 kernels (needle_rt::cq2x8_matvec_avx2 and its batched twin) can run
+/// on the target's CPU.
+bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
+  return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
+}
+
 } // namespace
 
 std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
@@ -282,7 +290,9 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
-  if (options.kernels == KernelChoice::Halide)
+  if (options.kernels == KernelChoice::Native && hasAvx2Kernels(target, *machine))
+    useInterleavedCq2(program, "cq2x8_matvec_avx2", "cq2x8_matmul_avx2");
+  if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);
       tileHalideWeights(program, halide);

@@ -14,14 +14,15 @@ namespace needle {
 
 enum class ObjectOutput { Object, Assembly, LlvmIr };
 
-/// The hot kernels: Halide's, generated for the model's shapes and the target where Halide serves
-/// it (docs/targets.md), or the runtime's portable C++ everywhere.
-enum class KernelChoice { Halide, Portable };
+/// The hot kernels: the target's own (docs/targets.md: the runtime's AVX2 CQ2 kernels on x86-64
+/// with AVX2, FMA and F16C; Halide's, generated for the model's shapes, where Halide serves the
+/// target), or the runtime's portable C++ everywhere.
+enum class KernelChoice { Native, Portable };
 
 struct ObjectOptions {
   std::string name = "needle_model"; // prefixes every exported symbol
   ObjectOutput output = ObjectOutput::Object;
-  KernelChoice kernels = KernelChoice::Halide;
+  KernelChoice kernels = KernelChoice::Native;
 };
 
 /// Seconds spent in each phase of emitObject, in order.
@@ -31,7 +32,7 @@ struct PhaseTime {
 };
 
 /// The object (or assembly, or LLVM IR text) of `program` for `target`. `program` is taken by
-/// value: the Halide kernels re-lay its weights in place. `times`, if given, receives the phase
+/// value: the native kernels re-lay its weights in place. `times`, if given, receives the phase
 /// times.
 std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
                        std::vector<PhaseTime> *times = nullptr);

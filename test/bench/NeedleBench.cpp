@@ -14,6 +14,7 @@
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
 #include "Reference/Interpreter.h"
+#include "codegen/Lower/WeightLayouts.h"
 #include "needle_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -105,26 +106,45 @@ void BM_ReferenceDecode(benchmark::State &state) {
   state.counters["roofline tokens/s"] = measuredBandwidth > 0 ? measuredBandwidth / bytes : 0;
 }
 
-/// The runtime's portable CQ matvec (what --emit cpp calls) on one matrix of rows x cols at
-/// `bits`, random weights quantized by our quantizer, with a rotated input: weights/s and the
-/// CQ bytes/s it streams.
-void BM_RuntimeCqMatvec(benchmark::State &state) {
-  const int64_t rows = state.range(0), cols = state.range(1);
+/// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
+/// our quantizer) and n rotated inputs: 0, the portable kernel on the file's layout (cq_matmul,
+/// what --kernels portable calls); 1, the AVX2 kernel on the Cq2x8 layout (what the native
+/// kernels call for CQ2 on x86-64 with AVX2). Reports weights/s (one pass over the matrix serves
+/// the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
+void BM_RuntimeCq(benchmark::State &state) {
+  const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
+  const bool avx2 = state.range(4) == 1;
+#if NEEDLE_RT_X86_KERNELS
+  if (avx2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
+  const auto kernel = avx2 ? needle_rt::cq2x8_matmul_avx2 : needle_rt::cq_matmul;
+#else
+  if (avx2)
+    return state.SkipWithError("the AVX2 kernels are x86-64's");
+  const auto kernel = needle_rt::cq_matmul;
+#endif
   const std::vector<float> w = randomNormals(2, "bench", rows * cols, 0.02);
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, bits);
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
-  const std::vector<float> x = randomNormals(3, "x", cq::paddedCols(cols), 1.0);
-  std::vector<float> y(rows);
+  const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
+  const std::vector<uint8_t> packed = avx2 ? interleaveCq2(m.indices.data(), rows, groups) : m.indices;
+  const std::vector<uint8_t> norms =
+      avx2 ? blockCq2Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups)
+           : std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(m.norms.data()),
+                                  reinterpret_cast<const uint8_t *>(m.norms.data() + m.norms.size()));
+  std::vector<float> io = randomNormals(3, "x", n * stride, 1.0); // token j: x_rot, then y
   for (auto _ : state) {
-    needle_rt::cq_matvec(m.indices.data(), m.norms.data(), book.data(), bits, rows, cols, x.data(), y.data());
-    benchmark::DoNotOptimize(y.data());
+    kernel(packed.data(), reinterpret_cast<const uint16_t *>(norms.data()), book.data(), bits, rows, cols, io.data(),
+           io.data() + stride - rows, stride, n);
+    benchmark::DoNotOptimize(io.data());
     benchmark::ClobberMemory();
   }
   const double iterations = static_cast<double>(state.iterations());
   const double bytes = static_cast<double>(m.indices.size() + 2 * m.norms.size());
   state.counters["weights/s"] = benchmark::Counter(iterations * rows * cols, benchmark::Counter::kIsRate);
   state.counters["CQ bytes/s"] = benchmark::Counter(iterations * bytes, benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] = benchmark::Counter(iterations * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
 }
 
 void BM_QuantizeCq2(benchmark::State &state) {
@@ -159,11 +179,19 @@ void BM_CompileSliceAndWrite(benchmark::State &state) {
 BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReadBandwidth)->Arg(8)->Arg(16)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_RuntimeCqMatvec)
-    ->Args({4096, 14336, 2}) // ggml's MUL_MAT benchmark shape
-    ->Args({576, 768, 2})    // needle3: q
-    ->Args({768, 768, 2})    // needle3: engram key/value, attn.o
-    ->Args({8192, 768, 4})   // needle3: the tied CQ4 logits
+BENCHMARK(BM_RuntimeCq)
+    ->ArgNames({"rows", "cols", "bits", "n", "avx2"})
+    ->Args({4096, 14336, 2, 1, 0}) // ggml's MUL_MAT benchmark shape
+    ->Args({4096, 14336, 2, 1, 1})
+    ->Args({4096, 14336, 2, 512, 0}) // ... and its prefill case
+    ->Args({4096, 14336, 2, 512, 1})
+    ->Args({576, 768, 2, 1, 0}) // needle3: q
+    ->Args({576, 768, 2, 1, 1})
+    ->Args({768, 768, 2, 1, 0}) // needle3: engram key/value, attn.o
+    ->Args({768, 768, 2, 1, 1})
+    ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
+    ->Args({768, 768, 2, 16, 1})
+    ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);

@@ -14,6 +14,7 @@
 #include "Reference/Heads.h"
 #include "Reference/Kernels.h"
 #include "Support/Half.h"
+#include "codegen/Lower/WeightLayouts.h"
 
 #include <gtest/gtest.h>
 
@@ -177,12 +178,26 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
   checkCqMatvec(3, 9, 1000, cq::CodebookKind::LloydMax);
 }
 
+using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *,
+                                float *, int64_t, int64_t);
+
 // A batch of n tokens' inputs and outputs, each `stride` floats after the last, against the
-// reference matvec of each token alone; the floats between them must stay untouched.
-void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n) {
-  const std::string what = "cq_matmul bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
+// reference matvec of each token alone; the floats between them must stay untouched. `kernel`
+// reads the file's layout, or with `interleaved` the Cq2x8 layout.
+void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKernel kernel = needle_rt::cq_matmul,
+                   bool interleaved = false, const std::string &name = "cq_matmul") {
+  const std::string what = name + " bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
                            " cols=" + std::to_string(cols) + " n=" + std::to_string(n);
   const CqMatrix m(what, rows, cols, bits);
+  const int64_t groups = cq::paddedCols(cols) / 128;
+  const std::vector<uint8_t> packed =
+      interleaved ? interleaveCq2(m.packed.indices.data(), rows, groups) : m.packed.indices;
+  std::vector<uint16_t> norms = m.packed.norms;
+  if (interleaved) {
+    const std::vector<uint8_t> blocked =
+        blockCq2Norms(reinterpret_cast<const uint8_t *>(m.packed.norms.data()), rows, groups);
+    std::memcpy(norms.data(), blocked.data(), blocked.size());
+  }
   const int64_t padded = cq::paddedCols(cols), stride = padded + rows + 16;
   Vec arena(static_cast<size_t>(n * stride), 1e30f);
   for (int64_t j = 0; j < n; ++j) {
@@ -191,8 +206,7 @@ void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n) {
   }
   const Vec before = arena;
   float *x = arena.data(), *y = arena.data() + padded;
-  needle_rt::cq_matmul(m.packed.indices.data(), m.packed.norms.data(), m.codebook.data(), bits, rows, cols, x, y,
-                       stride, n);
+  kernel(packed.data(), norms.data(), m.codebook.data(), bits, rows, cols, x, y, stride, n);
   for (int64_t j = 0; j < n; ++j) {
     const Vec xRot(x + j * stride, x + j * stride + padded);
     expectClose(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), 1e-5,
@@ -211,6 +225,31 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
     checkCqMatmul(bits, 8, 384, 3);
   }
 }
+
+/// The shapes the Cq2x8 kernels are checked on: odd rows, a partial group, one group, one row;
+/// one token, and runs of 4 tokens with and without a remainder.
+void checkCq2x8Matmul(CqMatmulKernel kernel, const std::string &name) {
+  for (int64_t n : {1, 2, 4, 5, 15})
+    checkCqMatmul(2, 13, 200, n, kernel, true, name);
+  checkCqMatmul(2, 64, 384, 8, kernel, true, name);  // one short block (3 groups)
+  checkCqMatmul(2, 9, 1100, 3, kernel, true, name);  // a whole block and a short one (9 groups)
+  checkCqMatmul(2, 5, 1024, 17, kernel, true, name); // two whole blocks; 8 + 8 + 1 tokens
+  checkCqMatmul(2, 7, 128, 3, kernel, true, name);
+  checkCqMatmul(2, 1, 40, 1, kernel, true, name);
+}
+
+TEST(Runtime, Cq2x8MatmulPortable) {
+  // This file is built for the baseline x86-64 (or another CPU): cq2x8_matmul is the portable one.
+  checkCq2x8Matmul(needle_rt::cq2x8_matmul, "cq2x8_matmul");
+}
+
+#if NEEDLE_RT_X86_KERNELS
+TEST(Runtime, Cq2x8MatmulAvx2) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  checkCq2x8Matmul(needle_rt::cq2x8_matmul_avx2, "cq2x8_matmul_avx2");
+}
+#endif
 
 TEST(Runtime, FloatMatvec) {
   for (int64_t cols : {1, 3, 4, 17, 768}) {

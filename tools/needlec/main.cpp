@@ -293,8 +293,8 @@ void emitObjectFile(const CommandLine &cl, const std::string &input, const std::
   ObjectOptions objectOptions;
   objectOptions.name = cl.value("name").value_or("needle_model");
   objectOptions.output = output;
-  const std::string kernels = cl.value("kernels").value_or("halide");
-  objectOptions.kernels = kernels == "halide" ? KernelChoice::Halide : KernelChoice::Portable;
+  const std::string kernels = cl.value("kernels").value_or("native");
+  objectOptions.kernels = kernels == "native" ? KernelChoice::Native : KernelChoice::Portable;
   const std::string &name = objectOptions.name;
   const std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (out == "-") {
@@ -359,7 +359,7 @@ int run(int argc, char **argv) {
        {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
        {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
        {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
-       {"kernels", "K", "halide (default: Halide's where it serves the target) or portable"},
+       {"kernels", "K", "native (default: hand-written SIMD and Halide kernels for the target) or portable"},
        {"batch", "N",
         "tokens a feed carries through the model at once, reading each weight once for all "
         "(default 16; 1 keeps the arena smallest)"},
@@ -382,8 +382,8 @@ int run(int argc, char **argv) {
   if (!kinds.count(emit))
     fail("--emit: \"{}\" is not obj, cpp, llvm, asm, needle or mlir", emit);
   const bool object = emit == "obj" || emit == "llvm" || emit == "asm";
-  if (auto kernels = cl.value("kernels"); kernels && *kernels != "halide" && *kernels != "portable")
-    fail("--kernels: \"{}\" is not halide or portable", *kernels);
+  if (auto kernels = cl.value("kernels"); kernels && *kernels != "native" && *kernels != "portable")
+    fail("--kernels: \"{}\" is not native or portable", *kernels);
   for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);

@@ -1,0 +1,52 @@
+// The in-memory layouts of CQ weights that kernels want instead of the file's (docs/targets.md,
+// "Weight layouts"), and the re-laying of a KernelProgram's weights into them. Plain C++:
+// unit-tested on its own (test/unit/WeightLayoutsTest.cpp).
+#pragma once
+
+#include "codegen/Lower/KernelProgram.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace needle {
+
+/// `rows` row-major rows of `rowElements` elements of `elementBytes` bytes each, re-laid in tiles
+/// of `tile` rows (rows a multiple of tile), each tile element-major: element j of row
+/// t·tile + l goes to ((t·rowElements + j)·tile + l), so the same element of a tile's rows is
+/// adjacent. The Halide CQ kernels' layout.
+std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t rowElements, int64_t elementBytes,
+                              int64_t tile);
+
+/// The Cq2x8 layout of a CQ2 matrix of `rows` rows of `groups` groups (needle_rt::Cq2x8,
+/// docs/targets.md): each group's 128 indices, 4 per byte little-endian in the file, become 8
+/// little-endian 32-bit words, bits 2m..2m+1 of word l holding index 8m + l; and the groups are
+/// cut into blocks of 4 (the last may hold fewer), each block holding every row's groups in it,
+/// row after row.
+std::vector<uint8_t> interleaveCq2(const uint8_t *packed, int64_t rows, int64_t groups);
+
+/// The norms [rows][groups] (fp16) of a CQ2 matrix in the Cq2x8 layout's block order.
+std::vector<uint8_t> blockCq2Norms(const uint8_t *norms, int64_t rows, int64_t groups);
+
+/// Whether `call` is a CQ matvec, one token's or a batch's, on the file's layout: their first
+/// arguments are (packed, norms, codebook, bits, rows, cols, x_rot, y).
+bool isCqMatvec(const KernelCall &call);
+
+/// How a kernel wants a CQ matrix's weights: new bytes for its packed indices and for its norms,
+/// from the call and the file's bytes (an empty function keeps those bytes as they are).
+struct CqRelayout {
+  std::function<std::vector<uint8_t>(const KernelCall &, const uint8_t *packed)> packed;
+  std::function<std::vector<uint8_t>(const KernelCall &, const uint8_t *norms)> norms;
+};
+
+/// Re-lays the weights of the CQ matvec calls `chosen` picks and points the calls at them. A
+/// matrix several chosen calls share is re-laid once; one that any other call (or argument) also
+/// reads keeps its bytes, and the chosen calls read a copy appended to the weights.
+void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
+                    const CqRelayout &relayout);
+
+/// Points every CQ2 matvec of `program` at the Cq2x8 layout and at the kernels that read it,
+/// `matvec` for one token (cq_matvec) and `matmul` for a batch (cq_matmul).
+void useInterleavedCq2(KernelProgram &program, const std::string &matvec, const std::string &matmul);
+
+} // namespace needle

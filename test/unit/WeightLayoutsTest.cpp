@@ -1,0 +1,181 @@
+// The weight layouts kernels want (the Halide kernels' tiles, the AVX2 kernels' interleaved CQ2),
+// against positions worked out by hand, and the re-laying of a program's weights into them.
+#include "codegen/Lower/WeightLayouts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace needle {
+namespace {
+
+TEST(WeightLayouts, TiledBytesOfATileAreElementMajor) {
+  // 4 rows of 3 bytes, byte value = 10·row + column; tiles of 2 rows.
+  std::vector<uint8_t> rows(12);
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 3; ++j)
+      rows[static_cast<size_t>(r * 3 + j)] = static_cast<uint8_t>(10 * r + j);
+  const std::vector<uint8_t> want = {0, 10, 1, 11, 2, 12, 20, 30, 21, 31, 22, 32};
+  EXPECT_EQ(tileRows(rows.data(), 4, 3, 1, 2), want);
+}
+
+TEST(WeightLayouts, TiledMultiByteElementsMoveWhole) {
+  // 2 rows of 2 two-byte elements (little-endian 0x0100 + 16·row + column); one tile of 2.
+  const std::vector<uint8_t> rows = {0x00, 0x01, 0x01, 0x01, 0x10, 0x01, 0x11, 0x01};
+  const std::vector<uint8_t> want = {0x00, 0x01, 0x10, 0x01, 0x01, 0x01, 0x11, 0x01};
+  EXPECT_EQ(tileRows(rows.data(), 2, 2, 2, 2), want);
+}
+
+TEST(WeightLayouts, TiledTileOfOneIsTheIdentity) {
+  std::vector<uint8_t> rows(24);
+  std::iota(rows.begin(), rows.end(), 0);
+  EXPECT_EQ(tileRows(rows.data(), 6, 4, 1, 1), rows);
+}
+
+TEST(WeightLayouts, TiledIsAPermutation) {
+  std::vector<uint8_t> rows(16 * 5);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<uint8_t> tiled = tileRows(rows.data(), 16, 5, 1, 8);
+  EXPECT_NE(tiled, rows);
+  std::sort(tiled.begin(), tiled.end());
+  EXPECT_EQ(tiled, rows);
+}
+
+/// The file's CQ2 packing of `indices` (4 per byte, little-endian within the byte).
+std::vector<uint8_t> packCq2(const std::vector<unsigned> &indices) {
+  std::vector<uint8_t> packed(indices.size() / 4, 0);
+  for (size_t k = 0; k < indices.size(); ++k)
+    packed[k / 4] |= static_cast<uint8_t>(indices[k] << (2 * (k % 4)));
+  return packed;
+}
+
+TEST(WeightLayouts, InterleavedCq2OneIndex) {
+  // Column 9 = 8·1 + 1 goes to word 1, bits 2..3: byte 4, value 0b1100.
+  std::vector<unsigned> indices(128, 0);
+  indices[9] = 3;
+  std::vector<uint8_t> want(32, 0);
+  want[4] = 0x0C;
+  EXPECT_EQ(interleaveCq2(packCq2(indices).data(), 1, 1), want);
+}
+
+TEST(WeightLayouts, InterleavedCq2WordsShiftedHoldEightColumnsInOrder) {
+  // One row of two groups of varied indices: word l of group g, shifted right by 2m, holds column
+  // 8m + l.
+  std::vector<unsigned> indices(256);
+  for (size_t k = 0; k < indices.size(); ++k)
+    indices[k] = static_cast<unsigned>((k * 7 + k / 5) % 4);
+  const std::vector<uint8_t> out = interleaveCq2(packCq2(indices).data(), 1, 2);
+  ASSERT_EQ(out.size(), 64u);
+  for (int g = 0; g < 2; ++g)
+    for (int l = 0; l < 8; ++l) {
+      const uint8_t *word = &out[static_cast<size_t>(g * 32 + 4 * l)];
+      const uint32_t bits = word[0] | (word[1] << 8) | (word[2] << 16) | (static_cast<uint32_t>(word[3]) << 24);
+      for (int m = 0; m < 16; ++m)
+        EXPECT_EQ((bits >> (2 * m)) & 3u, indices[static_cast<size_t>(g * 128 + 8 * m + l)])
+            << g << " " << l << " " << m;
+    }
+}
+
+TEST(WeightLayouts, Cq2x8BlocksOfFourGroupsRowAfterRow) {
+  // 2 rows of 6 groups: block 0 holds groups 0-3 of row 0, then of row 1; block 1 groups 4-5 of
+  // row 0, then of row 1. Every index of group (r, g) is (r + g) % 4 (one value per group, which
+  // interleaving keeps: all its bytes read the same), norm (r, g) is 10r + g.
+  const int64_t rows = 2, groups = 6;
+  std::vector<unsigned> indices;
+  std::vector<uint8_t> norms;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      indices.insert(indices.end(), 128, static_cast<unsigned>((r + g) % 4));
+      norms.push_back(static_cast<uint8_t>(10 * r + g));
+      norms.push_back(0);
+    }
+  const std::vector<uint8_t> packed = interleaveCq2(packCq2(indices).data(), rows, groups);
+  const std::vector<uint8_t> blocked = blockCq2Norms(norms.data(), rows, groups);
+  const int want[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1},
+                         {1, 2}, {1, 3}, {0, 4}, {0, 5}, {1, 4}, {1, 5}}; // (row, group) at each place
+  for (size_t place = 0; place < 12; ++place) {
+    const auto [r, g] = want[place];
+    EXPECT_EQ(blocked[2 * place], 10 * r + g) << place;
+    EXPECT_EQ(blocked[2 * place + 1], 0) << place;
+    const uint8_t byte = static_cast<uint8_t>(((r + g) % 4) * 0x55); // four equal 2-bit indices
+    for (size_t i = 0; i < 32; ++i)
+      EXPECT_EQ(packed[32 * place + i], byte) << place;
+  }
+}
+
+/// A CQ matvec call on (packed, norms) at the given weight offsets, rows x 128 columns.
+KernelCall cqCall(const std::string &kernel, int64_t packed, int64_t norms, int bits, int64_t rows) {
+  return {kernel,
+          {KernelArg::weight(packed, "uint8_t"), KernelArg::weight(norms, "uint16_t"),
+           KernelArg::of(KernelArg::Kind::Codebook, bits), KernelArg::i32(bits), KernelArg::i64(rows),
+           KernelArg::i64(128), KernelArg::arena(0), KernelArg::arena(512)},
+          ""};
+}
+
+/// A program of one stage of `calls` on weights 0, 1, 2, ...: byte i is i % 251.
+KernelProgram programOf(std::vector<KernelCall> calls, int64_t bytes) {
+  KernelProgram program;
+  program.step.push_back({StepStage::Kind::EachToken, std::move(calls)});
+  program.weights.resize(static_cast<size_t>(bytes));
+  for (size_t i = 0; i < program.weights.size(); ++i)
+    program.weights[i] = static_cast<uint8_t>(i % 251);
+  return program;
+}
+
+/// A relayout that reverses the packed bytes of a call's matrix and keeps its norms.
+CqRelayout reversed() {
+  CqRelayout relayout;
+  relayout.packed = [](const KernelCall &call, const uint8_t *packed) {
+    std::vector<uint8_t> out(packed, packed + call.args[4].value * 32 * call.args[3].value / 2);
+    std::reverse(out.begin(), out.end());
+    return out;
+  };
+  return relayout;
+}
+
+TEST(WeightLayouts, RelayInPlaceOnceForCallsSharingAMatrix) {
+  // Two chosen calls on one 2-row CQ2 matrix (64 packed bytes at 0, norms at 64).
+  KernelProgram program = programOf({cqCall("cq_matvec", 0, 64, 2, 2), cqCall("cq_matmul", 0, 64, 2, 2)}, 128);
+  const std::vector<uint8_t> before = program.weights;
+  relayCqWeights(program, [](const KernelCall &) { return true; }, reversed());
+  ASSERT_EQ(program.weights.size(), before.size()); // in place: nothing else reads them
+  for (int i = 0; i < 64; ++i)
+    EXPECT_EQ(program.weights[static_cast<size_t>(i)], before[static_cast<size_t>(63 - i)]);
+  for (const KernelCall &call : program.step[0].calls) {
+    EXPECT_EQ(call.args[0].value, 0);
+    EXPECT_EQ(call.args[1].value, 64);
+  }
+}
+
+TEST(WeightLayouts, RelayCopiesAMatrixOthersRead) {
+  // cq_row reads the matrix too (a tied embedding): it keeps the file's bytes, the matvec reads a
+  // re-laid copy appended at the next 64-byte boundary.
+  KernelCall row{"cq_row", {KernelArg::weight(0, "uint8_t"), KernelArg::weight(64, "uint16_t")}, ""};
+  KernelProgram program = programOf({cqCall("cq_matvec", 0, 64, 2, 2), row}, 100);
+  const std::vector<uint8_t> before = program.weights;
+  relayCqWeights(program, [](const KernelCall &call) { return call.kernel == "cq_matvec"; }, reversed());
+  ASSERT_EQ(program.weights.size(), 128u + 64u);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), program.weights.begin()));
+  const KernelCall &matvec = program.step[0].calls[0];
+  EXPECT_EQ(matvec.args[0].value, 128);
+  EXPECT_EQ(matvec.args[1].value, 64); // norms unchanged: the relayout keeps them
+  for (int i = 0; i < 64; ++i)
+    EXPECT_EQ(program.weights[static_cast<size_t>(128 + i)], before[static_cast<size_t>(63 - i)]);
+  EXPECT_EQ(program.step[0].calls[1].args[0].value, 0);
+}
+
+TEST(WeightLayouts, InterleavedCq2TakesOnlyCq2Matvecs) {
+  // A CQ2 matvec (1 row: 32 bytes at 0) and a CQ4 one (64 bytes at 64): only the first changes.
+  KernelProgram program = programOf({cqCall("cq_matvec", 0, 192, 2, 1), cqCall("cq_matmul", 64, 194, 4, 1)}, 256);
+  const std::vector<uint8_t> before = program.weights;
+  useInterleavedCq2(program, "cq2x8_matvec", "cq2x8_matmul");
+  EXPECT_EQ(program.step[0].calls[0].kernel, "cq2x8_matvec");
+  EXPECT_EQ(program.step[0].calls[1].kernel, "cq_matmul");
+  const std::vector<uint8_t> packed = interleaveCq2(before.data(), 1, 1);
+  EXPECT_TRUE(std::equal(packed.begin(), packed.end(), program.weights.begin()));
+  EXPECT_TRUE(std::equal(before.begin() + 32, before.end(), program.weights.begin() + 32));
+}
+
+} // namespace
+} // namespace needle
