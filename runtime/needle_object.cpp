@@ -229,8 +229,8 @@ NEEDLE_KERNEL(sigmoid_gate)
 NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
 #if NEEDLE_RT_X86_KERNELS
-NEEDLE_KERNEL(cq2x8_matmul_avx2)
-NEEDLE_KERNEL(cq2x8_matvec_avx2)
+NEEDLE_KERNEL(cqx8_matmul_avx2)
+NEEDLE_KERNEL(cqx8_matvec_avx2)
 #endif
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;

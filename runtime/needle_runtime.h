@@ -206,14 +206,17 @@ struct CqRowMajor {
   }
 };
 
-/// Cq2x8: CQ2 re-laid by needlec for 8 vector lanes.
-///   - A group is 8 little-endian 32-bit words, bits 2m..2m+1 of word l holding column 8m + l's
-///     index. Shifted right by 2m, the words hold the indices of columns 8m..8m+7 in their low
-///     bits, in order: one shift and one table lookup decode 8 columns (cq2x8_matvec_avx2).
+/// CqX8: CQ2 and CQ4 re-laid by needlec for 8 vector lanes.
+///   - A group is bits/2 vectors of 8 little-endian 32-bit words, each vector covering
+///     span = 256/bits columns: column v·span + 8m + l of the group is at bits bits·m..+bits-1 of
+///     word 8v + l. Shifted right by bits·m, a vector's words hold the indices of 8 consecutive
+///     columns in their low bits: one shift and one table lookup decode 8 columns
+///     (cqx8_matvec_avx2).
 ///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
 ///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
 ///     inputs (per token) stay in L1. The norms follow the same order.
-struct Cq2x8 {
+struct CqX8 {
+  int bits; // 2 or 4
   static constexpr int64_t block = 4;
   /// Where row r's group g is, counted in groups (and in norms).
   static int64_t offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
@@ -221,12 +224,13 @@ struct Cq2x8 {
     return first * rows + r * count + g % block;
   }
   const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
-    return packed + 32 * offset(rows, groups, r, g);
+    return packed + 16 * bits * offset(rows, groups, r, g);
   }
   int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const { return offset(rows, groups, r, g); }
   /// Column i (< 128) of one group.
-  static unsigned index(const uint8_t *group, int64_t i) {
-    return (group[4 * (i % 8) + i / 32] >> (2 * ((i / 8) % 4))) & 3u;
+  unsigned index(const uint8_t *group, int64_t i) const {
+    const int64_t span = 256 / bits, word = 8 * (i / span) + i % 8, shift = bits * ((i % span) / 8);
+    return (group[4 * word + shift / 8] >> (shift % 8)) & ((1u << bits) - 1u);
   }
   float group_dot(const uint8_t *p, const float *c, const float *x) const {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -325,11 +329,11 @@ inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float 
 }
 
 #if NEEDLE_RT_X86_KERNELS
-// AVX2 kernels on the Cq2x8 layout. Each function carries its own target attribute, so the
+// AVX2 kernels on the CqX8 layout. Each function carries its own target attribute, so the
 // runtime compiles without -mavx2: the object backend calls them only for a CPU with AVX2, FMA and
 // F16C (codegen/Object), and C++ compiled for such a CPU reaches them through the #if in
-// cq2x8_matvec. A block's groups take 32 bytes each (Cq2x8), so a block of `count` groups of row
-// r starts 32·count·r bytes into the block.
+// cqx8_matvec. A group takes 16·bits bytes, so a block of `count` groups of row r starts
+// 16·bits·count·r bytes into the block.
 #define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 /// The sum of a vector's 8 lanes.
@@ -339,76 +343,119 @@ NEEDLE_RT_AVX2 inline float avx2_lane_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/// c[index] for the 8 columns whose indices are the low 2 bits of `words`' lanes: vpermilps reads
-/// only those bits (the codebook is repeated in both 128-bit halves), so the bits above need no
-/// mask.
-NEEDLE_RT_AVX2 inline __m256 cq2x8_lookup(__m256 codebook, __m256i words) {
-  return _mm256_permutevar_ps(codebook, words);
-}
+/// The codebook as cqx8_lookup wants it: 2 bits, c repeated in both 128-bit halves (lo); 4 bits,
+/// c[0..8) (lo) and c[8..16) (hi).
+struct CqX8Tables {
+  __m256 lo, hi;
+};
 
-NEEDLE_RT_AVX2 inline __m256 cq2x8_codebook(const float *c) {
-  return _mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]);
-}
-
-NEEDLE_RT_AVX2 inline __m256i cq2x8_load(const uint8_t *group) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(group));
-}
-
-/// One row's Σ over a block of `count` groups for one token (x at the block): a whole block runs
-/// its 4 groups side by side, 4 independent sums (an FMA's latency is 4) that shift their words
-/// in place (a short dependency per group, few registers live).
-NEEDLE_RT_AVX2 inline float cq2x8_block_dot_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
-                                                 __m256 codebook, const float *x) {
-  __m256 acc = _mm256_setzero_ps();
-  if (count == Cq2x8::block) {
-    __m256i w0 = cq2x8_load(row), w1 = cq2x8_load(row + 32), w2 = cq2x8_load(row + 64), w3 = cq2x8_load(row + 96);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int m = 0; m < 16; ++m) {
-      s0 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w0), _mm256_loadu_ps(x + 8 * m), s0);
-      s1 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w1), _mm256_loadu_ps(x + 128 + 8 * m), s1);
-      s2 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w2), _mm256_loadu_ps(x + 256 + 8 * m), s2);
-      s3 = _mm256_fmadd_ps(cq2x8_lookup(codebook, w3), _mm256_loadu_ps(x + 384 + 8 * m), s3);
-      w0 = _mm256_srli_epi32(w0, 2), w1 = _mm256_srli_epi32(w1, 2);
-      w2 = _mm256_srli_epi32(w2, 2), w3 = _mm256_srli_epi32(w3, 2);
-    }
-    alignas(16) float n[4];
-    _mm_store_ps(n, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(norms))));
-    acc = _mm256_mul_ps(s0, _mm256_broadcast_ss(n));
-    acc = _mm256_fmadd_ps(s1, _mm256_broadcast_ss(n + 1), acc);
-    acc = _mm256_fmadd_ps(s2, _mm256_broadcast_ss(n + 2), acc);
-    acc = _mm256_fmadd_ps(s3, _mm256_broadcast_ss(n + 3), acc);
+template <int kBits> NEEDLE_RT_AVX2 inline CqX8Tables cqx8_tables(const float *c) {
+  if constexpr (kBits == 2) {
+    const __m256 lo = _mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]);
+    return {lo, lo};
   } else {
-    for (int64_t g = 0; g < count; ++g) {
-      __m256i w = cq2x8_load(row + 32 * g);
-      __m256 s = _mm256_setzero_ps();
-      for (int m = 0; m < 16; ++m, w = _mm256_srli_epi32(w, 2))
-        s = _mm256_fmadd_ps(cq2x8_lookup(codebook, w), _mm256_loadu_ps(x + cq_group * g + 8 * m), s);
-      acc = _mm256_fmadd_ps(s, _mm256_set1_ps(_cvtsh_ss(norms[g])), acc);
-    }
+    return {_mm256_loadu_ps(c), _mm256_loadu_ps(c + 8)};
   }
+}
+
+/// c[index] for the 8 columns whose indices are the low kBits bits of `words`' lanes; the bits
+/// above are never read, so they need no mask. 2 bits: vpermilps reads the low 2 bits of each
+/// lane. 4 bits: vpermps reads the low 3 of both halves of c, and bit 3, shifted to the sign,
+/// chooses between them.
+template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_lookup(CqX8Tables t, __m256i words) {
+  if constexpr (kBits == 2) {
+    return _mm256_permutevar_ps(t.lo, words);
+  } else {
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.lo, words), _mm256_permutevar8x32_ps(t.hi, words),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(words, 28)));
+  }
+}
+
+NEEDLE_RT_AVX2 inline __m256i cqx8_load(const uint8_t *words) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words));
+}
+
+/// Σ_i c[idx_i] x[i] over one group, as 8 partial sums: a chain of FMAs per vector of words.
+template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_group_avx2(const uint8_t *group, CqX8Tables t, const float *x) {
+  constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps; // 8-column steps and columns per vector
+  __m256i w0 = cqx8_load(group);
+  __m256 s0 = _mm256_setzero_ps();
+  if constexpr (kBits == 2) {
+    for (int m = 0; m < kSteps; ++m, w0 = _mm256_srli_epi32(w0, kBits))
+      s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
+    return s0;
+  } else {
+    __m256i w1 = cqx8_load(group + 32);
+    __m256 s1 = _mm256_setzero_ps();
+    for (int m = 0; m < kSteps; ++m) {
+      s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
+      s1 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w1), _mm256_loadu_ps(x + kSpan + 8 * m), s1);
+      w0 = _mm256_srli_epi32(w0, kBits), w1 = _mm256_srli_epi32(w1, kBits);
+    }
+    return _mm256_add_ps(s0, s1);
+  }
+}
+
+/// One row's Σ over a whole block of 4 CQ2 groups for one token: the groups side by side, 4
+/// independent chains (an FMA's latency is 4) that shift their words in place (few registers
+/// live), and the 4 norms converted at once.
+NEEDLE_RT_AVX2 inline __m256 cq2x8_block4_avx2(const uint8_t *row, const uint16_t *norms, CqX8Tables t,
+                                               const float *x) {
+  __m256i w0 = cqx8_load(row), w1 = cqx8_load(row + 32), w2 = cqx8_load(row + 64), w3 = cqx8_load(row + 96);
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (int m = 0; m < 16; ++m) {
+    s0 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
+    s1 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w1), _mm256_loadu_ps(x + 128 + 8 * m), s1);
+    s2 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w2), _mm256_loadu_ps(x + 256 + 8 * m), s2);
+    s3 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w3), _mm256_loadu_ps(x + 384 + 8 * m), s3);
+    w0 = _mm256_srli_epi32(w0, 2), w1 = _mm256_srli_epi32(w1, 2);
+    w2 = _mm256_srli_epi32(w2, 2), w3 = _mm256_srli_epi32(w3, 2);
+  }
+  alignas(16) float n[4];
+  _mm_store_ps(n, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(norms))));
+  __m256 acc = _mm256_mul_ps(s0, _mm256_broadcast_ss(n));
+  acc = _mm256_fmadd_ps(s1, _mm256_broadcast_ss(n + 1), acc);
+  acc = _mm256_fmadd_ps(s2, _mm256_broadcast_ss(n + 2), acc);
+  return _mm256_fmadd_ps(s3, _mm256_broadcast_ss(n + 3), acc);
+}
+
+/// One row's Σ over a block of `count` groups for one token (x at the block).
+template <int kBits>
+NEEDLE_RT_AVX2 inline float cqx8_block_dot_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, CqX8Tables t,
+                                                const float *x) {
+  if constexpr (kBits == 2)
+    if (count == CqX8::block)
+      return avx2_lane_sum(cq2x8_block4_avx2(row, norms, t, x));
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g)
+    acc = _mm256_fmadd_ps(cqx8_group_avx2<kBits>(row + 16 * kBits * g, t, x + cq_group * g),
+                          _mm256_set1_ps(_cvtsh_ss(norms[g])), acc);
   return avx2_lane_sum(acc);
 }
 
 /// One row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens (x at the
 /// block, token j's j·stride floats on): each 8 columns are decoded and scaled by their norm once
 /// for all the tokens.
-template <int kTokens>
-NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
-                                                   __m256 codebook, const float *x, int64_t stride, float *y) {
+template <int kBits, int kTokens>
+NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                  CqX8Tables t, const float *x, int64_t stride, float *y) {
+  constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps;
   // The loops over the tokens unroll (GCC keeps s in memory otherwise), so s lives in registers.
   __m256 s[kTokens];
 #pragma GCC unroll 8
   for (int j = 0; j < kTokens; ++j)
     s[j] = _mm256_setzero_ps();
   for (int64_t g = 0; g < count; ++g) {
-    __m256i words = cq2x8_load(row + 32 * g);
     const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[g]));
-    for (int m = 0; m < 16; ++m, words = _mm256_srli_epi32(words, 2)) {
-      const __m256 w = _mm256_mul_ps(cq2x8_lookup(codebook, words), norm);
-      const float *xm = x + cq_group * g + 8 * m;
+    for (int v = 0; v < kBits / 2; ++v) {
+      __m256i words = cqx8_load(row + 16 * kBits * g + 32 * v);
+      for (int m = 0; m < kSteps; ++m, words = _mm256_srli_epi32(words, kBits)) {
+        const __m256 w = _mm256_mul_ps(cqx8_lookup<kBits>(t, words), norm);
+        const float *xm = x + cq_group * g + kSpan * v + 8 * m;
 #pragma GCC unroll 8
-      for (int j = 0; j < kTokens; ++j)
-        s[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xm + j * stride), s[j]);
+        for (int j = 0; j < kTokens; ++j)
+          s[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xm + j * stride), s[j]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -416,90 +463,108 @@ NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uin
     y[j * stride] += avx2_lane_sum(s[j]);
 }
 
-/// The number of groups in the Cq2x8 block that starts at group g.
-inline int64_t cq2x8_block_count(int64_t groups, int64_t g) {
-  return groups - g < Cq2x8::block ? groups - g : Cq2x8::block;
+/// The number of groups in the CqX8 block that starts at group g.
+inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
+  return groups - g < CqX8::block ? groups - g : CqX8::block;
 }
 
-/// cq2x8_matvec with AVX2, FMA and F16C (bits is 2): block by block, every row's partial sum.
-NEEDLE_RT_AVX2 inline void cq2x8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook, int,
-                                             int64_t rows, int64_t cols, const float *x_rot, float *y) {
+/// cqx8_matvec for kBits: block by block, every row's partial sum.
+template <int kBits>
+NEEDLE_RT_AVX2 inline void cqx8_matvec_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                 int64_t rows, int64_t cols, const float *x_rot, float *y) {
   const int64_t groups = cq_groups(cols);
-  const __m256 c = cq2x8_codebook(codebook);
+  const CqX8Tables t = cqx8_tables<kBits>(codebook);
   for (int64_t r = 0; r < rows; ++r)
     y[r] = 0.0f;
-  for (int64_t g = 0; g < groups; g += Cq2x8::block) {
-    const int64_t count = cq2x8_block_count(groups, g);
+  for (int64_t g = 0; g < groups; g += CqX8::block) {
+    const int64_t count = cqx8_block_count(groups, g);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = g * rows + count * r; // row r's first group in the block
-      y[r] += cq2x8_block_dot_avx2(packed + 32 * at, norms + at, count, c, x_rot + g * cq_group);
+      y[r] += cqx8_block_dot_avx2<kBits>(packed + 16 * kBits * at, norms + at, count, t, x_rot + g * cq_group);
     }
   }
 }
 
 /// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
 /// inputs in a block (16 KB for 8) stay in L1 while every row passes over them.
-template <int kTokens>
-NEEDLE_RT_AVX2 inline void cq2x8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, __m256 codebook,
-                                             int64_t rows, int64_t groups, const float *x_rot, float *y,
-                                             int64_t stride) {
+template <int kBits, int kTokens>
+NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, CqX8Tables t, int64_t rows,
+                                            int64_t groups, const float *x_rot, float *y, int64_t stride) {
   for (int64_t j = 0; j < kTokens; ++j)
     for (int64_t r = 0; r < rows; ++r)
       y[j * stride + r] = 0.0f;
-  for (int64_t g = 0; g < groups; g += Cq2x8::block) {
-    const int64_t count = cq2x8_block_count(groups, g);
+  for (int64_t g = 0; g < groups; g += CqX8::block) {
+    const int64_t count = cqx8_block_count(groups, g);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = g * rows + count * r;
-      cq2x8_block_tokens_avx2<kTokens>(packed + 32 * at, norms + at, count, codebook, x_rot + g * cq_group, stride,
-                                       y + r);
+      cqx8_block_tokens_avx2<kBits, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x_rot + g * cq_group,
+                                             stride, y + r);
     }
   }
 }
 
-/// cq2x8_matmul with AVX2, FMA and F16C: runs of 8 tokens, then one of 4, 2 and 1 as needed.
-NEEDLE_RT_AVX2 inline void cq2x8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                             int64_t stride, int64_t n) {
+/// cqx8_matmul for kBits: runs of 8 tokens, then one of 4, 2 and 1 as needed.
+template <int kBits>
+NEEDLE_RT_AVX2 inline void cqx8_matmul_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                 int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                 int64_t stride, int64_t n) {
   if (n == 1)
-    return cq2x8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
+    return cqx8_matvec_bits_avx2<kBits>(packed, norms, codebook, rows, cols, x_rot, y);
   const int64_t groups = cq_groups(cols);
-  const __m256 c = cq2x8_codebook(codebook);
+  const CqX8Tables t = cqx8_tables<kBits>(codebook);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8)
-    cq2x8_tokens_avx2<8>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    cqx8_tokens_avx2<kBits, 8>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
   if (j + 4 <= n) {
-    cq2x8_tokens_avx2<4>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    cqx8_tokens_avx2<kBits, 4>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
     j += 4;
   }
   if (j + 2 <= n) {
-    cq2x8_tokens_avx2<2>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    cqx8_tokens_avx2<kBits, 2>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
     j += 2;
   }
   if (j < n)
-    cq2x8_tokens_avx2<1>(packed, norms, c, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    cqx8_tokens_avx2<kBits, 1>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
+}
+
+/// cqx8_matvec with AVX2, FMA and F16C (bits 2 or 4).
+NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                            int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  if (bits == 2)
+    cqx8_matvec_bits_avx2<2>(packed, norms, codebook, rows, cols, x_rot, y);
+  else
+    cqx8_matvec_bits_avx2<4>(packed, norms, codebook, rows, cols, x_rot, y);
+}
+
+/// cqx8_matmul with AVX2, FMA and F16C (bits 2 or 4).
+NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                            int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                            int64_t stride, int64_t n) {
+  if (bits == 2)
+    cqx8_matmul_bits_avx2<2>(packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+  else
+    cqx8_matmul_bits_avx2<4>(packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
 #endif
 
-/// needle.cq_matmul for one token on a CQ2 matrix in the Cq2x8 layout: AVX2 where the compiler
-/// targets it, else cq_matvec_in.
-inline void cq2x8_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                         int64_t cols, const float *x_rot, float *y) {
+/// needle.cq_matmul for one token on a CQ2 or CQ4 matrix in the CqX8 layout: AVX2 where the
+/// compiler targets it, else cq_matvec_in.
+inline void cqx8_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                        int64_t cols, const float *x_rot, float *y) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  cq2x8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
+  cqx8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
 #else
-  (void)bits;
-  cq_matvec_in(Cq2x8{}, packed, norms, codebook, rows, cols, x_rot, y);
+  cq_matvec_in(CqX8{bits}, packed, norms, codebook, rows, cols, x_rot, y);
 #endif
 }
 
-/// needle.cq_matmul for n tokens on a CQ2 matrix in the Cq2x8 layout.
-inline void cq2x8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                         int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+/// needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqX8 layout.
+inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                        int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  cq2x8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
-  (void)bits;
-  cq_matmul_in(Cq2x8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+  cq_matmul_in(CqX8{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 #endif
 }
 

@@ -286,9 +286,9 @@ std::string Printer::source(const std::string &headerName) {
 } // namespace
 
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName) {
-  // CQ2 matvecs read the Cq2x8 layout, whatever the compiler targets: its kernel has AVX2 code
-  // behind an #if and a portable one otherwise.
-  useInterleavedCq2(program, "cq2x8_matvec", "cq2x8_matmul");
+  // CQ2 and CQ4 matvecs read the CqX8 layout, whatever the compiler targets: their kernels have
+  // AVX2 code behind an #if and a portable one otherwise.
+  useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
   return {header(name), Printer(program, name).source(headerName)};
 }
 

@@ -13,7 +13,7 @@ struct CppModel {
   std::string source; // OUT.cpp: the runtime, the weights, @step and the C interface
 };
 
-/// Prints `program`, its CQ2 matrices in the Cq2x8 layout. `name` prefixes every exported
+/// Prints `program`, its CQ2 and CQ4 matrices in the CqX8 layout. `name` prefixes every exported
 /// symbol; `headerName` is what the source #includes.
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName);
 

@@ -11,14 +11,14 @@ namespace needle {
 
 namespace {
 
-constexpr int64_t kGroup = 128;    // the CQ group size (spec/cq.md)
-constexpr int64_t kCq2x8Block = 4; // groups per block of the Cq2x8 layout (needle_rt::Cq2x8)
+constexpr int64_t kGroup = 128;   // the CQ group size (spec/cq.md)
+constexpr int64_t kCqX8Block = 4; // groups per block of the CqX8 layout (needle_rt::CqX8)
 
-/// Where row r's group g goes in the Cq2x8 layout, counted in groups: blocks of kCq2x8Block
+/// Where row r's group g goes in the CqX8 layout, counted in groups: blocks of kCqX8Block
 /// groups, each holding every row's groups in it, row after row.
-int64_t cq2x8Offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
-  const int64_t first = g - g % kCq2x8Block;
-  return first * rows + r * std::min(kCq2x8Block, groups - first) + g % kCq2x8Block;
+int64_t cqX8Offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
+  const int64_t first = g - g % kCqX8Block;
+  return first * rows + r * std::min(kCqX8Block, groups - first) + g % kCqX8Block;
 }
 
 int64_t cqGroups(const KernelCall &call) { return roundUp(call.args[5].value, kGroup) / kGroup; }
@@ -35,26 +35,28 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
   return tiled;
 }
 
-std::vector<uint8_t> interleaveCq2(const uint8_t *packed, int64_t rows, int64_t groups) {
-  std::vector<uint8_t> out(static_cast<size_t>(rows * groups * 32), 0);
+std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+  const int64_t groupBytes = 16 * bits, span = 256 / bits, perByte = 8 / bits;
+  std::vector<uint8_t> out(static_cast<size_t>(rows * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
-      const uint8_t *in = packed + (r * groups + g) * 32;
-      uint8_t *group = &out[static_cast<size_t>(32 * cq2x8Offset(rows, groups, r, g))];
+      const uint8_t *in = packed + (r * groups + g) * groupBytes;
+      uint8_t *group = &out[static_cast<size_t>(groupBytes * cqX8Offset(rows, groups, r, g))];
       for (int64_t i = 0; i < kGroup; ++i) {
-        const unsigned index = (in[i / 4] >> (2 * (i % 4))) & 3u;
-        // Word i % 8, bits 2·(i / 8): byte i / 32 of the word, bit 2·((i / 8) % 4) of the byte.
-        group[4 * (i % 8) + i / 32] |= static_cast<uint8_t>(index << (2 * ((i / 8) % 4)));
+        const unsigned index = (in[i / perByte] >> (bits * (i % perByte))) & ((1u << bits) - 1u);
+        // Word 8v + l, bits bits·m, for column v·span + 8m + l.
+        const int64_t word = 8 * (i / span) + i % 8, shift = bits * ((i % span) / 8);
+        group[4 * word + shift / 8] |= static_cast<uint8_t>(index << (shift % 8));
       }
     }
   return out;
 }
 
-std::vector<uint8_t> blockCq2Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
+std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
   std::vector<uint8_t> out(static_cast<size_t>(rows * groups * 2));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
-      std::memcpy(&out[static_cast<size_t>(2 * cq2x8Offset(rows, groups, r, g))], norms + 2 * (r * groups + g), 2);
+      std::memcpy(&out[static_cast<size_t>(2 * cqX8Offset(rows, groups, r, g))], norms + 2 * (r * groups + g), 2);
   return out;
 }
 
@@ -100,18 +102,18 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
   });
 }
 
-void useInterleavedCq2(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
-  auto isCq2 = [](const KernelCall &call) { return call.args[3].value == 2; };
-  CqRelayout interleaved;
-  interleaved.packed = [](const KernelCall &call, const uint8_t *packed) {
-    return interleaveCq2(packed, call.args[4].value, cqGroups(call));
+void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
+  auto fits = [](const KernelCall &call) { return call.args[3].value == 2 || call.args[3].value == 4; };
+  CqRelayout layout;
+  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
+    return interleaveCqX8(packed, call.args[4].value, cqGroups(call), static_cast<int>(call.args[3].value));
   };
-  interleaved.norms = [](const KernelCall &call, const uint8_t *norms) {
-    return blockCq2Norms(norms, call.args[4].value, cqGroups(call));
+  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
+    return blockCqX8Norms(norms, call.args[4].value, cqGroups(call));
   };
-  relayCqWeights(program, isCq2, interleaved);
+  relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {
-    if (isCqMatvec(call) && isCq2(call))
+    if (isCqMatvec(call) && fits(call))
       call.kernel = call.kernel == "cq_matvec" ? matvec : matmul;
   });
 }

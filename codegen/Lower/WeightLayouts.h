@@ -18,15 +18,15 @@ namespace needle {
 std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t rowElements, int64_t elementBytes,
                               int64_t tile);
 
-/// The Cq2x8 layout of a CQ2 matrix of `rows` rows of `groups` groups (needle_rt::Cq2x8,
-/// docs/targets.md): each group's 128 indices, 4 per byte little-endian in the file, become 8
-/// little-endian 32-bit words, bits 2m..2m+1 of word l holding index 8m + l; and the groups are
-/// cut into blocks of 4 (the last may hold fewer), each block holding every row's groups in it,
-/// row after row.
-std::vector<uint8_t> interleaveCq2(const uint8_t *packed, int64_t rows, int64_t groups);
+/// The CqX8 layout of a CQ2 or CQ4 matrix (`bits`) of `rows` rows of `groups` groups
+/// (needle_rt::CqX8, docs/targets.md): each group's 128 indices, packed little-endian within the
+/// bytes in the file, become bits/2 vectors of 8 little-endian 32-bit words, column
+/// v·(256/bits) + 8m + l at bits bits·m of word 8v + l; and the groups are cut into blocks of 4
+/// (the last may hold fewer), each block holding every row's groups in it, row after row.
+std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
-/// The norms [rows][groups] (fp16) of a CQ2 matrix in the Cq2x8 layout's block order.
-std::vector<uint8_t> blockCq2Norms(const uint8_t *norms, int64_t rows, int64_t groups);
+/// The norms [rows][groups] (fp16) of a matrix in the CqX8 layout's block order.
+std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// Whether `call` is a CQ matvec, one token's or a batch's, on the file's layout: their first
 /// arguments are (packed, norms, codebook, bits, rows, cols, x_rot, y).
@@ -45,8 +45,8 @@ struct CqRelayout {
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout);
 
-/// Points every CQ2 matvec of `program` at the Cq2x8 layout and at the kernels that read it,
-/// `matvec` for one token (cq_matvec) and `matmul` for a batch (cq_matmul).
-void useInterleavedCq2(KernelProgram &program, const std::string &matvec, const std::string &matmul);
+/// Points every CQ2 and CQ4 matvec of `program` at the CqX8 layout and at the kernels that read
+/// it, `matvec` for one token (cq_matvec) and `matmul` for a batch (cq_matmul).
+void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul);
 
 } // namespace needle

@@ -273,7 +273,7 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
   return std::string(buffer.str());
 }
 
-/// Whether the runtime's AVX2 kernels (needle_rt::cq2x8_matvec_avx2 and its batched twin) can run
+/// Whether the runtime's AVX2 kernels (needle_rt::cqx8_matvec_avx2 and its batched twin) can run
 /// on the target's CPU.
 bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
@@ -291,7 +291,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   if (options.kernels == KernelChoice::Native && hasAvx2Kernels(target, *machine))
-    useInterleavedCq2(program, "cq2x8_matvec_avx2", "cq2x8_matmul_avx2");
+    useCqX8Layout(program, "cqx8_matvec_avx2", "cqx8_matmul_avx2");
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

@@ -108,8 +108,8 @@ void BM_ReferenceDecode(benchmark::State &state) {
 
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
 /// our quantizer) and n rotated inputs: 0, the portable kernel on the file's layout (cq_matmul,
-/// what --kernels portable calls); 1, the AVX2 kernel on the Cq2x8 layout (what the native
-/// kernels call for CQ2 on x86-64 with AVX2). Reports weights/s (one pass over the matrix serves
+/// what --kernels portable calls); 1, the AVX2 kernel on the CqX8 layout (what the native
+/// kernels call for CQ2 and CQ4 on x86-64 with AVX2). Reports weights/s (one pass over the matrix serves
 /// the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
@@ -118,7 +118,7 @@ void BM_RuntimeCq(benchmark::State &state) {
 #if NEEDLE_RT_X86_KERNELS
   if (avx2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
     return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  const auto kernel = avx2 ? needle_rt::cq2x8_matmul_avx2 : needle_rt::cq_matmul;
+  const auto kernel = avx2 ? needle_rt::cqx8_matmul_avx2 : needle_rt::cq_matmul;
 #else
   if (avx2)
     return state.SkipWithError("the AVX2 kernels are x86-64's");
@@ -128,9 +128,9 @@ void BM_RuntimeCq(benchmark::State &state) {
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, bits);
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
-  const std::vector<uint8_t> packed = avx2 ? interleaveCq2(m.indices.data(), rows, groups) : m.indices;
+  const std::vector<uint8_t> packed = avx2 ? interleaveCqX8(m.indices.data(), rows, groups, bits) : m.indices;
   const std::vector<uint8_t> norms =
-      avx2 ? blockCq2Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups)
+      avx2 ? blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups)
            : std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(m.norms.data()),
                                   reinterpret_cast<const uint8_t *>(m.norms.data() + m.norms.size()));
   std::vector<float> io = randomNormals(3, "x", n * stride, 1.0); // token j: x_rot, then y
@@ -192,6 +192,7 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
     ->Args({768, 768, 2, 16, 1})
     ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
+    ->Args({8192, 768, 4, 1, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);

@@ -183,7 +183,7 @@ using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *
 
 // A batch of n tokens' inputs and outputs, each `stride` floats after the last, against the
 // reference matvec of each token alone; the floats between them must stay untouched. `kernel`
-// reads the file's layout, or with `interleaved` the Cq2x8 layout.
+// reads the file's layout, or with `interleaved` the CqX8 layout.
 void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKernel kernel = needle_rt::cq_matmul,
                    bool interleaved = false, const std::string &name = "cq_matmul") {
   const std::string what = name + " bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
@@ -191,11 +191,11 @@ void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKern
   const CqMatrix m(what, rows, cols, bits);
   const int64_t groups = cq::paddedCols(cols) / 128;
   const std::vector<uint8_t> packed =
-      interleaved ? interleaveCq2(m.packed.indices.data(), rows, groups) : m.packed.indices;
+      interleaved ? interleaveCqX8(m.packed.indices.data(), rows, groups, bits) : m.packed.indices;
   std::vector<uint16_t> norms = m.packed.norms;
   if (interleaved) {
     const std::vector<uint8_t> blocked =
-        blockCq2Norms(reinterpret_cast<const uint8_t *>(m.packed.norms.data()), rows, groups);
+        blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.packed.norms.data()), rows, groups);
     std::memcpy(norms.data(), blocked.data(), blocked.size());
   }
   const int64_t padded = cq::paddedCols(cols), stride = padded + rows + 16;
@@ -226,28 +226,30 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
   }
 }
 
-/// The shapes the Cq2x8 kernels are checked on: odd rows, a partial group, one group, one row;
-/// one token, and runs of 4 tokens with and without a remainder.
-void checkCq2x8Matmul(CqMatmulKernel kernel, const std::string &name) {
-  for (int64_t n : {1, 2, 4, 5, 15})
-    checkCqMatmul(2, 13, 200, n, kernel, true, name);
-  checkCqMatmul(2, 64, 384, 8, kernel, true, name);  // one short block (3 groups)
-  checkCqMatmul(2, 9, 1100, 3, kernel, true, name);  // a whole block and a short one (9 groups)
-  checkCqMatmul(2, 5, 1024, 17, kernel, true, name); // two whole blocks; 8 + 8 + 1 tokens
-  checkCqMatmul(2, 7, 128, 3, kernel, true, name);
-  checkCqMatmul(2, 1, 40, 1, kernel, true, name);
+/// The shapes the CqX8 kernels are checked on, at 2 and 4 bits: odd rows, a partial group, one
+/// group, one row; blocks of 4 groups whole and short; one token, and runs of 8, 4, 2 and 1.
+void checkCqX8Matmul(CqMatmulKernel kernel, const std::string &name) {
+  for (int bits : {2, 4}) {
+    for (int64_t n : {1, 2, 4, 5, 15})
+      checkCqMatmul(bits, 13, 200, n, kernel, true, name);
+    checkCqMatmul(bits, 64, 384, 8, kernel, true, name);  // one short block (3 groups)
+    checkCqMatmul(bits, 9, 1100, 3, kernel, true, name);  // a whole block and a short one (9 groups)
+    checkCqMatmul(bits, 5, 1024, 17, kernel, true, name); // two whole blocks; 8 + 8 + 1 tokens
+    checkCqMatmul(bits, 7, 128, 3, kernel, true, name);
+    checkCqMatmul(bits, 1, 40, 1, kernel, true, name);
+  }
 }
 
-TEST(Runtime, Cq2x8MatmulPortable) {
-  // This file is built for the baseline x86-64 (or another CPU): cq2x8_matmul is the portable one.
-  checkCq2x8Matmul(needle_rt::cq2x8_matmul, "cq2x8_matmul");
+TEST(Runtime, CqX8MatmulPortable) {
+  // This file is built for the baseline x86-64 (or another CPU): cqx8_matmul is the portable one.
+  checkCqX8Matmul(needle_rt::cqx8_matmul, "cqx8_matmul");
 }
 
 #if NEEDLE_RT_X86_KERNELS
-TEST(Runtime, Cq2x8MatmulAvx2) {
+TEST(Runtime, CqX8MatmulAvx2) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCq2x8Matmul(needle_rt::cq2x8_matmul_avx2, "cq2x8_matmul_avx2");
+  checkCqX8Matmul(needle_rt::cqx8_matmul_avx2, "cqx8_matmul_avx2");
 }
 #endif
 

@@ -56,7 +56,7 @@ TEST(WeightLayouts, InterleavedCq2OneIndex) {
   indices[9] = 3;
   std::vector<uint8_t> want(32, 0);
   want[4] = 0x0C;
-  EXPECT_EQ(interleaveCq2(packCq2(indices).data(), 1, 1), want);
+  EXPECT_EQ(interleaveCqX8(packCq2(indices).data(), 1, 1, 2), want);
 }
 
 TEST(WeightLayouts, InterleavedCq2WordsShiftedHoldEightColumnsInOrder) {
@@ -65,7 +65,7 @@ TEST(WeightLayouts, InterleavedCq2WordsShiftedHoldEightColumnsInOrder) {
   std::vector<unsigned> indices(256);
   for (size_t k = 0; k < indices.size(); ++k)
     indices[k] = static_cast<unsigned>((k * 7 + k / 5) % 4);
-  const std::vector<uint8_t> out = interleaveCq2(packCq2(indices).data(), 1, 2);
+  const std::vector<uint8_t> out = interleaveCqX8(packCq2(indices).data(), 1, 2, 2);
   ASSERT_EQ(out.size(), 64u);
   for (int g = 0; g < 2; ++g)
     for (int l = 0; l < 8; ++l) {
@@ -77,7 +77,7 @@ TEST(WeightLayouts, InterleavedCq2WordsShiftedHoldEightColumnsInOrder) {
     }
 }
 
-TEST(WeightLayouts, Cq2x8BlocksOfFourGroupsRowAfterRow) {
+TEST(WeightLayouts, CqX8BlocksOfFourGroupsRowAfterRow) {
   // 2 rows of 6 groups: block 0 holds groups 0-3 of row 0, then of row 1; block 1 groups 4-5 of
   // row 0, then of row 1. Every index of group (r, g) is (r + g) % 4 (one value per group, which
   // interleaving keeps: all its bytes read the same), norm (r, g) is 10r + g.
@@ -90,8 +90,8 @@ TEST(WeightLayouts, Cq2x8BlocksOfFourGroupsRowAfterRow) {
       norms.push_back(static_cast<uint8_t>(10 * r + g));
       norms.push_back(0);
     }
-  const std::vector<uint8_t> packed = interleaveCq2(packCq2(indices).data(), rows, groups);
-  const std::vector<uint8_t> blocked = blockCq2Norms(norms.data(), rows, groups);
+  const std::vector<uint8_t> packed = interleaveCqX8(packCq2(indices).data(), rows, groups, 2);
+  const std::vector<uint8_t> blocked = blockCqX8Norms(norms.data(), rows, groups);
   const int want[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1},
                          {1, 2}, {1, 3}, {0, 4}, {0, 5}, {1, 4}, {1, 5}}; // (row, group) at each place
   for (size_t place = 0; place < 12; ++place) {
@@ -165,16 +165,35 @@ TEST(WeightLayouts, RelayCopiesAMatrixOthersRead) {
   EXPECT_EQ(program.step[0].calls[1].args[0].value, 0);
 }
 
-TEST(WeightLayouts, InterleavedCq2TakesOnlyCq2Matvecs) {
-  // A CQ2 matvec (1 row: 32 bytes at 0) and a CQ4 one (64 bytes at 64): only the first changes.
-  KernelProgram program = programOf({cqCall("cq_matvec", 0, 192, 2, 1), cqCall("cq_matmul", 64, 194, 4, 1)}, 256);
+TEST(WeightLayouts, CqX8LayoutTakesCq2AndCq4MatvecsOnly) {
+  // A CQ2 matvec (1 row: 32 bytes at 0), a CQ4 batch (64 bytes at 64) and a CQ3 matvec (48 bytes
+  // at 128): the first two change kernels and bytes, the CQ3 one neither.
+  KernelProgram program = programOf(
+      {cqCall("cq_matvec", 0, 192, 2, 1), cqCall("cq_matmul", 64, 194, 4, 1), cqCall("cq_matvec", 128, 196, 3, 1)},
+      256);
   const std::vector<uint8_t> before = program.weights;
-  useInterleavedCq2(program, "cq2x8_matvec", "cq2x8_matmul");
-  EXPECT_EQ(program.step[0].calls[0].kernel, "cq2x8_matvec");
-  EXPECT_EQ(program.step[0].calls[1].kernel, "cq_matmul");
-  const std::vector<uint8_t> packed = interleaveCq2(before.data(), 1, 1);
-  EXPECT_TRUE(std::equal(packed.begin(), packed.end(), program.weights.begin()));
-  EXPECT_TRUE(std::equal(before.begin() + 32, before.end(), program.weights.begin() + 32));
+  useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
+  EXPECT_EQ(program.step[0].calls[0].kernel, "cqx8_matvec");
+  EXPECT_EQ(program.step[0].calls[1].kernel, "cqx8_matmul");
+  EXPECT_EQ(program.step[0].calls[2].kernel, "cq_matvec");
+  const std::vector<uint8_t> cq2 = interleaveCqX8(before.data(), 1, 1, 2);
+  const std::vector<uint8_t> cq4 = interleaveCqX8(before.data() + 64, 1, 1, 4);
+  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
+  EXPECT_TRUE(std::equal(cq4.begin(), cq4.end(), program.weights.begin() + 64));
+  EXPECT_TRUE(std::equal(before.begin() + 128, before.end(), program.weights.begin() + 128));
+}
+
+TEST(WeightLayouts, CqX8FourBitsTwoVectorsOfEightNibbleWords) {
+  // CQ4: each vector of 8 words covers 64 columns. Column 13 = 8·1 + 5 of vector 0 goes to word 5,
+  // bits 4..7 (byte 20, high nibble); column 70 = 64 + 8·0 + 6 goes to word 8 + 6, bits 0..3
+  // (byte 56, low nibble).
+  std::vector<uint8_t> packed(64, 0);              // the file: 2 indices per byte, little-endian
+  packed[13 / 2] = static_cast<uint8_t>(0x9 << 4); // column 13 = 9 (odd: high nibble)
+  packed[70 / 2] = 0x7;                            // column 70 = 7 (even: low nibble)
+  std::vector<uint8_t> want(64, 0);
+  want[20] = 0x90;
+  want[56] = 0x07;
+  EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1, 4), want);
 }
 
 } // namespace
