@@ -433,34 +433,57 @@ NEEDLE_RT_AVX2 inline float cqx8_block_dot_avx2(const uint8_t *row, const uint16
   return avx2_lane_sum(acc);
 }
 
-/// One row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens (x at the
-/// block, token j's j·stride floats on): each 8 columns are decoded and scaled by their norm once
-/// for all the tokens.
-template <int kBits, int kTokens>
+/// kRows rows' Σ over a block of `count` groups (row i's groups 16·kBits·count·i bytes after row
+/// 0's), added to y[j·stride + i] for kTokens tokens (x at the block, token j's j·stride floats
+/// on): each 8 columns of a row are decoded once for all the tokens, from the codebook scaled by
+/// their group's norm, and each 8 inputs are loaded once for all the rows.
+template <int kBits, int kRows, int kTokens>
 NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
                                                   CqX8Tables t, const float *x, int64_t stride, float *y) {
   constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps;
-  // The loops over the tokens unroll (GCC keeps s in memory otherwise), so s lives in registers.
-  __m256 s[kTokens];
+  // The loops over rows and tokens unroll (GCC keeps s in memory otherwise), so s lives in
+  // registers.
+  __m256 s[kRows][kTokens];
 #pragma GCC unroll 8
-  for (int j = 0; j < kTokens; ++j)
-    s[j] = _mm256_setzero_ps();
+  for (int i = 0; i < kRows; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < kTokens; ++j)
+      s[i][j] = _mm256_setzero_ps();
   for (int64_t g = 0; g < count; ++g) {
-    const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[g]));
+    CqX8Tables scaled[kRows]; // the codebook times the group's norm, row by row
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) {
+      const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[count * i + g]));
+      scaled[i] = {_mm256_mul_ps(t.lo, norm), _mm256_mul_ps(t.hi, norm)};
+    }
     for (int v = 0; v < kBits / 2; ++v) {
-      __m256i words = cqx8_load(row + 16 * kBits * g + 32 * v);
-      for (int m = 0; m < kSteps; ++m, words = _mm256_srli_epi32(words, kBits)) {
-        const __m256 w = _mm256_mul_ps(cqx8_lookup<kBits>(t, words), norm);
+      __m256i words[kRows];
+#pragma GCC unroll 8
+      for (int i = 0; i < kRows; ++i)
+        words[i] = cqx8_load(row + 16 * kBits * (count * i + g) + 32 * v);
+      for (int m = 0; m < kSteps; ++m) {
+        __m256 w[kRows];
+#pragma GCC unroll 8
+        for (int i = 0; i < kRows; ++i) {
+          w[i] = cqx8_lookup<kBits>(scaled[i], words[i]);
+          words[i] = _mm256_srli_epi32(words[i], kBits);
+        }
         const float *xm = x + cq_group * g + kSpan * v + 8 * m;
 #pragma GCC unroll 8
-        for (int j = 0; j < kTokens; ++j)
-          s[j] = _mm256_fmadd_ps(w, _mm256_loadu_ps(xm + j * stride), s[j]);
+        for (int j = 0; j < kTokens; ++j) {
+          const __m256 xj = _mm256_loadu_ps(xm + j * stride);
+#pragma GCC unroll 8
+          for (int i = 0; i < kRows; ++i)
+            s[i][j] = _mm256_fmadd_ps(w[i], xj, s[i][j]);
+        }
       }
     }
   }
 #pragma GCC unroll 8
-  for (int j = 0; j < kTokens; ++j)
-    y[j * stride] += avx2_lane_sum(s[j]);
+  for (int i = 0; i < kRows; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < kTokens; ++j)
+      y[j * stride + i] += avx2_lane_sum(s[i][j]);
 }
 
 /// The number of groups in the CqX8 block that starts at group g.
@@ -485,8 +508,8 @@ NEEDLE_RT_AVX2 inline void cqx8_matvec_bits_avx2(const uint8_t *packed, const ui
   }
 }
 
-/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
-/// inputs in a block (16 KB for 8) stay in L1 while every row passes over them.
+/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block, rows in pairs:
+/// the tokens' inputs in a block (8 KB for 4) stay in L1 while every row passes over them.
 template <int kBits, int kTokens>
 NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, CqX8Tables t, int64_t rows,
                                             int64_t groups, const float *x_rot, float *y, int64_t stride) {
@@ -495,15 +518,21 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
       y[j * stride + r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
     const int64_t count = cqx8_block_count(groups, g);
-    for (int64_t r = 0; r < rows; ++r) {
+    const float *x = x_rot + g * cq_group;
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
       const int64_t at = g * rows + count * r;
-      cqx8_block_tokens_avx2<kBits, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x_rot + g * cq_group,
-                                             stride, y + r);
+      cqx8_block_tokens_avx2<kBits, 2, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x, stride, y + r);
+    }
+    if (r < rows) {
+      const int64_t at = g * rows + count * r;
+      cqx8_block_tokens_avx2<kBits, 1, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x, stride, y + r);
     }
   }
 }
 
-/// cqx8_matmul for kBits: runs of 8 tokens, then one of 4, 2 and 1 as needed.
+/// cqx8_matmul for kBits: runs of 4 tokens (2 rows x 4 tokens of sums fill 8 of the 16 vector
+/// registers, the most that leaves room for the decoded columns), then one of 2 and 1 as needed.
 template <int kBits>
 NEEDLE_RT_AVX2 inline void cqx8_matmul_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                                  int64_t rows, int64_t cols, const float *x_rot, float *y,
@@ -513,12 +542,8 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_bits_avx2(const uint8_t *packed, const ui
   const int64_t groups = cq_groups(cols);
   const CqX8Tables t = cqx8_tables<kBits>(codebook);
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    cqx8_tokens_avx2<kBits, 8>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  if (j + 4 <= n) {
+  for (; j + 4 <= n; j += 4)
     cqx8_tokens_avx2<kBits, 4>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
-    j += 4;
-  }
   if (j + 2 <= n) {
     cqx8_tokens_avx2<kBits, 2>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
     j += 2;
