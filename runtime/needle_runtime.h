@@ -227,20 +227,31 @@ struct CqX8 {
     return packed + 16 * bits * offset(rows, groups, r, g);
   }
   int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const { return offset(rows, groups, r, g); }
-  /// Column i (< 128) of one group.
-  unsigned index(const uint8_t *group, int64_t i) const {
-    const int64_t span = 256 / bits, word = 8 * (i / span) + i % 8, shift = bits * ((i % span) / 8);
-    return (group[4 * word + shift / 8] >> (shift % 8)) & ((1u << bits) - 1u);
+  /// Calls visit(l, column, index) for the 128 columns of one group, column = 8m + l of a vector
+  /// of 8 words, 8 consecutive columns at a time (one per word, so sums kept per l are
+  /// independent chains).
+  template <typename Visit> void for_each_index(const uint8_t *group, Visit visit) const {
+    const int steps = 32 / bits, span = 8 * steps; // indices per word, columns per vector of words
+    const uint32_t mask = (1u << bits) - 1u;
+    for (int v = 0; v < bits / 2; ++v) {
+      uint32_t words[8];
+      for (int l = 0; l < 8; ++l) {
+        const uint8_t *w = group + 4 * (8 * v + l);
+        words[l] = w[0] | (w[1] << 8) | (w[2] << 16) | (static_cast<uint32_t>(w[3]) << 24);
+      }
+      for (int m = 0; m < steps; ++m)
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; ++l)
+          visit(l, span * v + 8 * m + l, (words[l] >> (bits * m)) & mask);
+    }
   }
   float group_dot(const uint8_t *p, const float *c, const float *x) const {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t i = 0; i < cq_group; ++i)
-      lane[i % 8] += c[index(p, i)] * x[i];
+    for_each_index(p, [&](int l, int column, uint32_t index) { lane[l] += c[index] * x[column]; });
     return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
   void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
-    for (int64_t i = 0; i < cq_group; ++i)
-      out[i * stride] = c[index(p, i)];
+    for_each_index(p, [&](int, int column, uint32_t index) { out[column * stride] = c[index]; });
   }
 };
 
@@ -261,18 +272,23 @@ inline void cq_matvec_in(const Layout &layout, const uint8_t *packed, const uint
   }
 }
 
-/// acc[r] = Σ_i w[i][r] x[i] for 8 rows at once: with GCC and Clang as one 8-float vector (the
-/// compilers' own vectorizers shuffle this loop nest badly), else plainly.
+/// acc[r] = Σ_i w[i][r] x[i] for 8 rows at once: with GCC and Clang as two 4-float vectors (the
+/// compilers' own vectorizers shuffle this loop nest badly, and GCC lowers one 8-float vector
+/// through memory where vectors are 128 bits wide: SSE2, NEON, simd128; 5x slower there), else
+/// plainly.
 inline void rows8_dot(const float (*w)[8], const float *x, float *acc) {
 #if defined(__GNUC__)
-  typedef float f32x8 __attribute__((vector_size(32)));
-  f32x8 sum = {0, 0, 0, 0, 0, 0, 0, 0};
+  typedef float f32x4 __attribute__((vector_size(16)));
+  f32x4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
   for (int64_t i = 0; i < cq_group; ++i) {
-    f32x8 row;
-    std::memcpy(&row, w[i], sizeof row);
-    sum += row * x[i];
+    f32x4 a, b;
+    std::memcpy(&a, w[i], sizeof a);
+    std::memcpy(&b, w[i] + 4, sizeof b);
+    lo += a * x[i];
+    hi += b * x[i];
   }
-  std::memcpy(acc, &sum, sizeof sum);
+  std::memcpy(acc, &lo, sizeof lo);
+  std::memcpy(acc + 4, &hi, sizeof hi);
 #else
   for (int64_t r = 0; r < 8; ++r)
     acc[r] = 0.0f;
