@@ -1,0 +1,142 @@
+// The runtime's CQ matvec kernels on the target they are built for (natively, under qemu, under
+// Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
+// here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits) and the CqX8 layout as
+// needlec re-lays it (codegen/Lower/WeightLayouts.cpp; cqx8_matmul, 2 and 4 bits: its AVX2 code
+// when built with -mavx2 -mfma -mf16c, plain C++ otherwise). Odd rows, partial and single groups,
+// whole and short blocks, one token and runs of tokens. Prints one line per failure and a summary;
+// exits non-zero on any failure.
+#include "codegen/Lower/WeightLayouts.h"
+#include "needle_runtime.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+/// A small deterministic generator (xorshift), the same sequence on every target.
+struct Random {
+  uint64_t state;
+  uint32_t next() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<uint32_t>(state >> 16);
+  }
+  float uniform() { return static_cast<float>(next() % 2000001) / 1000000.0f - 1.0f; } // [-1, 1]
+};
+
+/// A CQ matrix in the file's layout (spec/cq.md): random indices and fp16 norms in [0.5, 2).
+struct Matrix {
+  int bits;
+  int64_t rows, cols, groups;
+  std::vector<uint8_t> packed;
+  std::vector<uint16_t> norms;
+  std::vector<float> codebook;
+
+  Matrix(int bits_, int64_t rows_, int64_t cols_, Random &random)
+      : bits(bits_), rows(rows_), cols(cols_), groups((cols_ + 127) / 128),
+        packed(static_cast<size_t>(rows_ * groups * 16 * bits_)), norms(static_cast<size_t>(rows_ * groups)) {
+    for (uint8_t &byte : packed)
+      byte = static_cast<uint8_t>(random.next());
+    for (uint16_t &norm : norms) // exponent 14 or 15 (0.5 or 1 times 1.mantissa)
+      norm = static_cast<uint16_t>(((14 + random.next() % 2) << 10) | (random.next() & 0x3FF));
+    for (int i = 0; i < (1 << bits); ++i) // sorted, as a codebook must be
+      codebook.push_back(-0.25f + 0.5f * static_cast<float>(i) / static_cast<float>((1 << bits) - 1) +
+                         0.01f * random.uniform());
+  }
+
+  /// Index k of row r, read from the spec's packing.
+  unsigned index(int64_t r, int64_t k) const {
+    const uint8_t *row = &packed[static_cast<size_t>(r * groups * 16 * bits)];
+    if (bits == 3) {
+      const uint8_t *run = row + (k / 8) * 3;
+      const uint32_t word = run[0] | (run[1] << 8) | (static_cast<uint32_t>(run[2]) << 16);
+      return (word >> (3 * (k % 8))) & 7u;
+    }
+    return (row[k / (8 / bits)] >> (bits * (k % (8 / bits)))) & ((1u << bits) - 1u);
+  }
+
+  /// y = Σ_k c[index] · n16 · x[k] in double.
+  double dot(int64_t r, const float *x) const {
+    double sum = 0.0;
+    for (int64_t k = 0; k < groups * 128; ++k)
+      sum += static_cast<double>(codebook[index(r, k)]) *
+             static_cast<double>(needle_rt::half_to_float(norms[static_cast<size_t>(r * groups + k / 128)])) *
+             static_cast<double>(x[k]);
+    return sum;
+  }
+};
+
+using Kernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *, float *,
+                        int64_t, int64_t);
+
+int checks = 0, failures = 0;
+
+/// Runs `kernel` on n tokens (x and y `stride` floats apart, y after x, canaries after y) and
+/// holds each token's y to the double matvec: largest error over largest value <= 1e-5, and the
+/// floats between the tokens' outputs untouched.
+void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *packed, const uint16_t *norms, int64_t n,
+           Random &random) {
+  const int64_t padded = m.groups * 128, stride = padded + m.rows + 8;
+  std::vector<float> io(static_cast<size_t>(n * stride), 1e30f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < m.cols; ++k) // the padding stays 0, as needle.hadamard leaves it
+      io[static_cast<size_t>(j * stride + k)] = random.uniform();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = m.cols; k < padded; ++k)
+      io[static_cast<size_t>(j * stride + k)] = 0.0f;
+  kernel(packed, norms, m.codebook.data(), m.bits, m.rows, m.cols, io.data(), io.data() + padded, stride, n);
+  ++checks;
+  bool failed = false;
+  for (int64_t j = 0; j < n; ++j) {
+    const float *x = &io[static_cast<size_t>(j * stride)], *y = x + padded;
+    double worst = 0.0, largest = 0.0;
+    for (int64_t r = 0; r < m.rows; ++r) {
+      const double want = m.dot(r, x);
+      worst = std::fmax(worst, std::fabs(static_cast<double>(y[r]) - want));
+      largest = std::fmax(largest, std::fabs(want));
+    }
+    bool canaries = true;
+    for (int64_t i = m.rows; i < m.rows + 8; ++i)
+      canaries &= y[i] == 1e30f;
+    if (!(worst <= 1e-5 * largest) || !canaries) {
+      failed = true;
+      std::printf("FAIL %s bits=%d rows=%lld cols=%lld n=%lld token %lld: error %.3g of %.3g%s\n", name, m.bits,
+                  static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(n),
+                  static_cast<long long>(j), worst, largest, canaries ? "" : ", wrote past y");
+    }
+  }
+  failures += failed;
+}
+
+} // namespace
+
+int main() {
+  Random random{0x9E3779B97F4A7C15ull};
+  const int64_t shapes[][3] = {
+      {13, 200, 1}, {13, 200, 2}, {13, 200, 5}, {7, 128, 3}, {1, 40, 1}, {9, 1100, 3}, {5, 1024, 17}, {64, 384, 8},
+  };
+  for (int bits : {2, 3, 4})
+    for (const auto &shape : shapes) {
+      const Matrix m(bits, shape[0], shape[1], random);
+      check("cq_matmul", needle_rt::cq_matmul, m, m.packed.data(), m.norms.data(), shape[2], random);
+      if (bits == 3)
+        continue;
+      const std::vector<uint8_t> packed = needle::interleaveCqX8(m.packed.data(), m.rows, m.groups, bits);
+      const std::vector<uint8_t> bytes =
+          needle::blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), m.rows, m.groups);
+      std::vector<uint16_t> norms(m.norms.size());
+      for (size_t i = 0; i < norms.size(); ++i)
+        norms[i] = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+      check("cqx8_matmul", needle_rt::cqx8_matmul, m, packed.data(), norms.data(), shape[2], random);
+    }
+#if defined(__AVX2__)
+  const char *path = "AVX2";
+#else
+  const char *path = "portable";
+#endif
+  std::printf("%s: %d checks, %d failed\n", path, checks, failures);
+  return failures == 0 ? 0 : 1;
+}
