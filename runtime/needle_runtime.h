@@ -53,20 +53,36 @@ inline float half_to_float(uint16_t h) {
 /// σ(x) = 1 / (1 + e^-x). e^-x overflowing to +inf gives exactly 0, as it should.
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
-/// Σ a[i] b[i] with four f32 accumulators: independent chains let the compiler pipeline (and,
-/// with reassociation, vectorize) the loop, and pairwise-ish summation loses less precision.
+/// Σ a[i] b[i]. With GCC and Clang, 16 partial sums as four 4-float vectors: four independent
+/// chains of vector FMAs (one chain waits out each FMA's latency), summed pairwise at the end.
+/// Otherwise four f32 accumulators.
 inline float dot(const float *a, const float *b, int64_t n) {
+  int64_t i = 0;
+  float tail = 0.0f;
+#if defined(__GNUC__)
+  typedef float f32x4 __attribute__((vector_size(16)));
+  f32x4 s[4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+  for (; i + 16 <= n; i += 16)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      f32x4 x, y;
+      std::memcpy(&x, a + i + 4 * k, sizeof x);
+      std::memcpy(&y, b + i + 4 * k, sizeof y);
+      s[k] += x * y;
+    }
+  const f32x4 sum = (s[0] + s[1]) + (s[2] + s[3]);
+  tail = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+#endif
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-  const int64_t whole = n - n % 4;
-  for (int64_t i = 0; i < whole; i += 4) {
+  for (; i + 4 <= n; i += 4) {
     s0 += a[i] * b[i];
     s1 += a[i + 1] * b[i + 1];
     s2 += a[i + 2] * b[i + 2];
     s3 += a[i + 3] * b[i + 3];
   }
-  for (int64_t i = whole; i < n; ++i)
+  for (; i < n; ++i)
     s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
+  return tail + ((s0 + s1) + (s2 + s3));
 }
 
 /// 1 / sqrt(mean(x²) + eps): the factor of unit(x) = x / sqrt(mean(x²) + eps).
