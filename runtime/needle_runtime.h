@@ -486,7 +486,8 @@ NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
       const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[count * i + g]));
-      scaled[i] = {_mm256_mul_ps(t.lo, norm), _mm256_mul_ps(t.hi, norm)};
+      const __m256 lo = _mm256_mul_ps(t.lo, norm);
+      scaled[i] = {lo, kBits == 2 ? lo : _mm256_mul_ps(t.hi, norm)}; // CQ2 has one table
     }
     for (int v = 0; v < kBits / 2; ++v) {
       __m256i words[kRows];

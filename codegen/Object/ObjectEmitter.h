@@ -14,9 +14,9 @@ namespace needle {
 
 enum class ObjectOutput { Object, Assembly, LlvmIr };
 
-/// The hot kernels: the target's own (docs/targets.md: the runtime's AVX2 CQ2 and CQ4 kernels on x86-64
-/// with AVX2, FMA and F16C; Halide's, generated for the model's shapes, where Halide serves the
-/// target), or the runtime's portable C++ everywhere.
+/// The hot kernels: the target's own (docs/targets.md: the runtime's AVX2 CQ2 and CQ4 kernels on
+/// x86-64 with AVX2, FMA and F16C; Halide's, generated for the model's shapes, where Halide serves
+/// the target), or the runtime's portable C++ everywhere.
 enum class KernelChoice { Native, Portable };
 
 struct ObjectOptions {
