@@ -222,6 +222,14 @@ struct CqRowMajor {
   }
 };
 
+/// Where item i's group g is, counted in groups, when the groups are cut into blocks of `block`
+/// (the last may hold fewer) and a block holds every one of `items` items' groups in it, item
+/// after item: the block order of CqX8 (items are rows) and CqLut16 (items are tiles of rows).
+inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t g, int64_t block) {
+  const int64_t first = g - g % block, count = groups - first < block ? groups - first : block;
+  return first * items + i * count + g % block;
+}
+
 /// CqX8: CQ2 and CQ4 re-laid by needlec for 8 vector lanes.
 ///   - A group is bits/2 vectors of 8 little-endian 32-bit words, each vector covering
 ///     span = 256/bits columns: column v·span + 8m + l of the group is at bits bits·m..+bits-1 of
@@ -236,8 +244,7 @@ struct CqX8 {
   static constexpr int64_t block = 4;
   /// Where row r's group g is, counted in groups (and in norms).
   static int64_t offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
-    const int64_t first = g - g % block, count = groups - first < block ? groups - first : block;
-    return first * rows + r * count + g % block;
+    return cq_block_offset(rows, groups, r, g, block);
   }
   const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
     return packed + 16 * bits * offset(rows, groups, r, g);
@@ -358,6 +365,83 @@ inline void cq_matvec(const uint8_t *packed, const uint16_t *norms, const float 
 inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                       int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   cq_matmul_in(CqRowMajor{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+}
+
+/// CqLut16: CQ2 and CQ4 re-laid by needlec for the fast mode's table lookups (needlec
+/// --activations int8, docs/targets.md "Weight layouts").
+///   - A unit is 4/bits consecutive columns (a pair at 2 bits, one column at 4), and its code is
+///     their indices, the first in the low bits: 4 bits, so a group has 32·bits units.
+///   - Rows go in tiles of 16 (the last tile padded with zero codes and norms). A tile's group is
+///     8·bits chunks of 32 bytes; byte 16·h + r of chunk q holds row r's codes of units 4q + h
+///     (low nibble) and 4q + 2 + h (high nibble): one 16-entry byte shuffle per 128-bit half looks
+///     up 16 rows' units at once (cqlut_matvec_avx2).
+///   - The groups are cut into blocks of 4 as in CqX8, a block holding every tile's groups in it,
+///     tile after tile; a tile's 16 fp16 norms per group follow the same order.
+struct CqLut16 {
+  static constexpr int64_t tile = 16, block = 4;
+  static int64_t tiles(int64_t rows) { return (rows + tile - 1) / tile; }
+  /// Bytes of one tile's group: 16 rows of 128 indices at `bits`.
+  static int64_t tile_group_bytes(int bits) { return tile * 16 * bits; }
+  /// Where tile t's group g is, counted in tile groups (and in runs of 16 norms).
+  static int64_t offset(int64_t tiles, int64_t groups, int64_t t, int64_t g) {
+    return cq_block_offset(tiles, groups, t, g, block);
+  }
+  /// Row r's code of unit u in a tile's group.
+  static unsigned code(const uint8_t *tile_group, int64_t r, int64_t u) {
+    const uint8_t byte = tile_group[32 * (u / 4) + 16 * (u % 2) + r];
+    return u % 4 < 2 ? byte & 15u : byte >> 4u;
+  }
+};
+
+/// The fast mode's lookup table of one group of x_rot (128 floats) for a CQ2 or CQ4 codebook:
+/// entry k of unit u is Σ_j c[(k >> bits·j) & mask] x[u·(4/bits) + j] (for CQ2,
+/// c[k & 3] x0 + c[k >> 2] x1), quantized to int8 with one scale for the whole group (the
+/// largest |entry| maps to 127, ties to even). table gets 16 entries per unit, 16·32·bits bytes;
+/// returns the scale. Every CQ weight's product with x is then looked up, not multiplied, and a
+/// row's sum over a group is an exact integer sum times scale.
+inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t *table) {
+  const int units = 32 * bits;
+  auto entry = [&](int u, unsigned k) {
+    return bits == 2 ? c[k & 3u] * x[2 * u] + c[k >> 2] * x[2 * u + 1] : c[k] * x[u];
+  };
+  float largest = 0.0f;
+  for (int u = 0; u < units; ++u)
+    for (unsigned k = 0; k < 16; ++k)
+      largest = std::fmax(largest, std::fabs(entry(u, k)));
+  const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
+  for (int u = 0; u < units; ++u)
+    for (unsigned k = 0; k < 16; ++k)
+      table[16 * u + k] = static_cast<int8_t>(std::nearbyint(entry(u, k) * inverse));
+  return largest / 127.0f;
+}
+
+/// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
+/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, in plain C++: per block of groups,
+/// the tables of x, then each row's integer sums of looked-up entries, times the group's scale
+/// and norm. The AVX2 kernel computes the same sums.
+inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                                  int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+  const int64_t groups = cq_groups(cols), tiles = CqLut16::tiles(rows), units = 32 * bits;
+  int8_t table[CqLut16::block][16 * 128];
+  float scale[CqLut16::block];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
+      const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
+      for (int64_t i = 0; i < count; ++i)
+        scale[i] = cqlut_group_table(codebook, bits, x_rot + j * stride + (g0 + i) * cq_group, table[i]);
+      for (int64_t r = 0; r < rows; ++r) {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t at = CqLut16::offset(tiles, groups, r / CqLut16::tile, g0 + i);
+          const uint8_t *p = packed + CqLut16::tile_group_bytes(bits) * at;
+          int32_t sum = 0;
+          for (int64_t u = 0; u < units; ++u)
+            sum += table[i][16 * u + CqLut16::code(p, r % CqLut16::tile, u)];
+          acc += static_cast<float>(sum) * (scale[i] * half_to_float(norms[CqLut16::tile * at + r % CqLut16::tile]));
+        }
+        y[j * stride + r] = g0 == 0 ? acc : y[j * stride + r] + acc;
+      }
+    }
 }
 
 #if NEEDLE_RT_X86_KERNELS
@@ -603,6 +687,172 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_
   else
     cqx8_matmul_bits_avx2<4>(packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
+
+// AVX2 kernels on the CqLut16 layout (the fast mode, --activations int8).
+
+/// The codebook as cqlut_entries_avx2 wants it: CQ2, a = c[k & 3] and b = c[k >> 2] for
+/// entries k = 0..7 (b) and 8..15 (b_high); CQ4, c[0..8) (b) and c[8..16) (b_high).
+struct CqLutCodebook {
+  __m256 a, b, b_high;
+};
+
+template <int kBits> NEEDLE_RT_AVX2 inline CqLutCodebook cqlut_codebook_avx2(const float *c) {
+  if constexpr (kBits == 2)
+    return {_mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]),
+            _mm256_setr_ps(c[0], c[0], c[0], c[0], c[1], c[1], c[1], c[1]),
+            _mm256_setr_ps(c[2], c[2], c[2], c[2], c[3], c[3], c[3], c[3])};
+  else
+    return {_mm256_setzero_ps(), _mm256_loadu_ps(c), _mm256_loadu_ps(c + 8)};
+}
+
+/// Unit u's 16 table entries (cqlut_group_table) as entries 0..7 (e0) and 8..15 (e1).
+template <int kBits>
+NEEDLE_RT_AVX2 inline void cqlut_entries_avx2(const CqLutCodebook &c, const float *x, int u, __m256 &e0, __m256 &e1) {
+  if constexpr (kBits == 2) {
+    const __m256 x0 = _mm256_broadcast_ss(x + 2 * u), x1 = _mm256_broadcast_ss(x + 2 * u + 1);
+    const __m256 first = _mm256_mul_ps(c.a, x0);
+    e0 = _mm256_add_ps(first, _mm256_mul_ps(c.b, x1));
+    e1 = _mm256_add_ps(first, _mm256_mul_ps(c.b_high, x1));
+  } else {
+    const __m256 xu = _mm256_broadcast_ss(x + u);
+    e0 = _mm256_mul_ps(c.b, xu), e1 = _mm256_mul_ps(c.b_high, xu);
+  }
+}
+
+/// cqlut_group_table with AVX2: a unit's 16 entries as two 8-float vectors, computed twice (once
+/// for the largest magnitude, once to quantize) rather than stored.
+template <int kBits>
+NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const float *x, int8_t *table) {
+  constexpr int kUnits = 32 * kBits;
+  const CqLutCodebook c = cqlut_codebook_avx2<kBits>(codebook);
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 largest = _mm256_setzero_ps();
+  for (int u = 0; u < kUnits; ++u) {
+    __m256 e0, e1;
+    cqlut_entries_avx2<kBits>(c, x, u, e0, e1);
+    largest = _mm256_max_ps(largest, _mm256_max_ps(_mm256_and_ps(e0, magnitude), _mm256_and_ps(e1, magnitude)));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  const float top = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  const __m256 inverse = _mm256_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
+  for (int u = 0; u < kUnits; ++u) {
+    __m256 e0, e1;
+    cqlut_entries_avx2<kBits>(c, x, u, e0, e1);
+    // Round to nearest even (the default MXCSR mode), then narrow in order: packs interleaves
+    // the 128-bit halves, the permute puts entries 0..7 before 8..15.
+    const __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(e0, inverse)),
+                  q1 = _mm256_cvtps_epi32(_mm256_mul_ps(e1, inverse));
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
+    const __m128i bytes = _mm_packs_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(table + 16 * u), bytes);
+  }
+  return top / 127.0f;
+}
+
+/// One tile's sums over a block of `count` groups for kTokens tokens: out[j][r] = Σ_g scale[j][g]
+/// n[r,g] Σ_u table[j][g][u][code(r, u)]. Per 32-byte chunk (16 rows x 4 units): the low and
+/// high nibbles index two byte shuffles of 4 units' tables; unpacking their results byte by byte
+/// puts each row's two entries side by side, and vpmaddubsw by ones adds them into 16-bit sums
+/// (at most 2·127·32·bits/4 = 8128 in magnitude: no overflow). Per group, the 16-bit sums
+/// become floats scaled by the group's scale and norms.
+template <int kBits, int kTokens>
+NEEDLE_RT_AVX2 inline void cqlut_tile_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                           const int8_t (*tables)[CqLut16::block][16 * 128],
+                                           const float (*scale)[CqLut16::block], float (*out)[CqLut16::tile]) {
+  constexpr int kChunks = 8 * kBits;
+  const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi8(1);
+  __m256 sums[kTokens][2];
+#pragma GCC unroll 4
+  for (int j = 0; j < kTokens; ++j)
+    sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += 32 * kChunks) {
+    __m256i acc[kTokens][2];
+#pragma GCC unroll 4
+    for (int j = 0; j < kTokens; ++j)
+      acc[j][0] = acc[j][1] = _mm256_setzero_si256();
+    for (int q = 0; q < kChunks; ++q) {
+      const __m256i codes = cqx8_load(tile + 32 * q);
+      const __m256i low = _mm256_and_si256(codes, nibble), high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+#pragma GCC unroll 4
+      for (int j = 0; j < kTokens; ++j) {
+        const int8_t *t = tables[j][g] + 64 * q;
+        const __m256i r1 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t)), low);
+        const __m256i r2 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t + 32)), high);
+        acc[j][0] = _mm256_add_epi16(acc[j][0], _mm256_maddubs_epi16(ones, _mm256_unpacklo_epi8(r1, r2)));
+        acc[j][1] = _mm256_add_epi16(acc[j][1], _mm256_maddubs_epi16(ones, _mm256_unpackhi_epi8(r1, r2)));
+      }
+    }
+    const __m256 n0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g)));
+    const __m256 n1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g + 8)));
+#pragma GCC unroll 4
+    for (int j = 0; j < kTokens; ++j) {
+      const __m256 s = _mm256_set1_ps(scale[j][g]);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) { // rows 8h..8h+7: the two 128-bit halves hold different units
+        const __m128i rows = _mm_add_epi16(_mm256_castsi256_si128(acc[j][h]), _mm256_extracti128_si256(acc[j][h], 1));
+        const __m256 total = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(rows));
+        sums[j][h] = _mm256_fmadd_ps(total, _mm256_mul_ps(h ? n1 : n0, s), sums[j][h]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < kTokens; ++j) {
+    _mm256_storeu_ps(out[j], sums[j][0]);
+    _mm256_storeu_ps(out[j] + 8, sums[j][1]);
+  }
+}
+
+/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
+/// tables of a block (8 KB per token for CQ4) stay in L1 while every tile passes over them.
+template <int kBits, int kTokens>
+NEEDLE_RT_AVX2 inline void cqlut_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                             int64_t rows, int64_t groups, const float *x_rot, float *y,
+                                             int64_t stride) {
+  alignas(32) int8_t tables[kTokens][CqLut16::block][16 * 128];
+  float scale[kTokens][CqLut16::block], out[kTokens][CqLut16::tile];
+  const int64_t tiles = CqLut16::tiles(rows);
+  for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
+    const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
+    for (int j = 0; j < kTokens; ++j)
+      for (int64_t i = 0; i < count; ++i)
+        scale[j][i] = cqlut_group_table_avx2<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t at = CqLut16::offset(tiles, groups, t, g0), live = rows - 16 * t < 16 ? rows - 16 * t : 16;
+      cqlut_tile_avx2<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at, count,
+                                      tables, scale, out);
+      for (int j = 0; j < kTokens; ++j) {
+        float *yt = y + j * stride + 16 * t;
+        for (int64_t r = 0; r < live; ++r)
+          yt[r] = g0 == 0 ? out[j][r] : yt[r] + out[j][r];
+      }
+    }
+  }
+}
+
+/// cqlut_matmul with AVX2, FMA and F16C (bits 2 or 4): runs of 2 tokens share each chunk's
+/// load and nibble split, then one token if n is odd.
+NEEDLE_RT_AVX2 inline void cqlut_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                             int64_t stride, int64_t n) {
+  const int64_t groups = cq_groups(cols);
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2)
+    if (bits == 2)
+      cqlut_tokens_avx2<2, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    else
+      cqlut_tokens_avx2<4, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  if (j < n && bits == 2)
+    cqlut_tokens_avx2<2, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  else if (j < n)
+    cqlut_tokens_avx2<4, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+}
+
+/// cqlut_matvec with AVX2, FMA and F16C (bits 2 or 4).
+NEEDLE_RT_AVX2 inline void cqlut_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
+}
 #endif
 
 /// needle.cq_matmul for one token on a CQ2 or CQ4 matrix in the CqX8 layout: AVX2 where the
@@ -624,6 +874,23 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 #else
   cq_matmul_in(CqX8{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 #endif
+}
+
+/// The fast mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout:
+/// AVX2 where the compiler targets it, else cqlut_matmul_portable.
+inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                         int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#else
+  cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#endif
+}
+
+/// The fast mode's needle.cq_matmul for one token (cqlut_matmul).
+inline void cqlut_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                         int64_t cols, const float *x_rot, float *y) {
+  cqlut_matmul(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
 }
 
 /// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =

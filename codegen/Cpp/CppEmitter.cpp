@@ -285,10 +285,14 @@ std::string Printer::source(const std::string &headerName) {
 
 } // namespace
 
-CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName) {
-  // CQ2 and CQ4 matvecs read the CqX8 layout, whatever the compiler targets: their kernels have
-  // AVX2 code behind an #if and a portable one otherwise.
-  useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
+CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
+                 Activations activations) {
+  // CQ2 and CQ4 matvecs read the CqX8 layout (the fast mode's: CqLut16), whatever the compiler
+  // targets: their kernels have AVX2 code behind an #if and a portable one otherwise.
+  if (activations == Activations::Int8)
+    useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
+  else
+    useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
   return {header(name), Printer(program, name).source(headerName)};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "codegen/Lower/KernelProgram.h"
+#include "codegen/Lower/WeightLayouts.h"
 
 #include <string>
 
@@ -13,9 +14,11 @@ struct CppModel {
   std::string source; // OUT.cpp: the runtime, the weights, @step and the C interface
 };
 
-/// Prints `program`, its CQ2 and CQ4 matrices in the CqX8 layout. `name` prefixes every exported
-/// symbol; `headerName` is what the source #includes.
-CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName);
+/// Prints `program`, its CQ2 and CQ4 matrices in the CqX8 layout (with Activations::Int8, the fast
+/// mode's CqLut16). `name` prefixes every exported symbol; `headerName` is what the source
+/// #includes.
+CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
+                 Activations activations = Activations::Float);
 
 /// The C header of a model named `name`: the same for every backend.
 std::string emitHeader(const std::string &name);

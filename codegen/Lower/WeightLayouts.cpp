@@ -14,11 +14,22 @@ namespace {
 constexpr int64_t kGroup = 128;   // the CQ group size (spec/cq.md)
 constexpr int64_t kCqX8Block = 4; // groups per block of the CqX8 layout (needle_rt::CqX8)
 
-/// Where row r's group g goes in the CqX8 layout, counted in groups: blocks of kCqX8Block
-/// groups, each holding every row's groups in it, row after row.
-int64_t cqX8Offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
+constexpr int64_t kLutTile = 16; // rows per tile of the CqLut16 layout (needle_rt::CqLut16)
+
+/// Where item i's group g goes when groups are cut into blocks of kCqX8Block and a block holds
+/// every one of `items` items' groups in it, item after item, counted in groups: rows in CqX8,
+/// tiles of rows in CqLut16.
+int64_t blockOffset(int64_t items, int64_t groups, int64_t i, int64_t g) {
   const int64_t first = g - g % kCqX8Block;
-  return first * rows + r * std::min(kCqX8Block, groups - first) + g % kCqX8Block;
+  return first * items + i * std::min(kCqX8Block, groups - first) + g % kCqX8Block;
+}
+
+int64_t lutTiles(int64_t rows) { return roundUp(rows, kLutTile) / kLutTile; }
+
+/// Index i of a group packed little-endian within bytes at `bits` (2 or 4), as the file has it.
+unsigned fileIndex(const uint8_t *group, int bits, int64_t i) {
+  const int64_t perByte = 8 / bits;
+  return (group[i / perByte] >> (bits * (i % perByte))) & ((1u << bits) - 1u);
 }
 
 int64_t cqGroups(const KernelCall &call) { return roundUp(call.args[5].value, kGroup) / kGroup; }
@@ -36,14 +47,14 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
 }
 
 std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
-  const int64_t groupBytes = 16 * bits, span = 256 / bits, perByte = 8 / bits;
+  const int64_t groupBytes = 16 * bits, span = 256 / bits;
   std::vector<uint8_t> out(static_cast<size_t>(rows * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t *in = packed + (r * groups + g) * groupBytes;
-      uint8_t *group = &out[static_cast<size_t>(groupBytes * cqX8Offset(rows, groups, r, g))];
+      uint8_t *group = &out[static_cast<size_t>(groupBytes * blockOffset(rows, groups, r, g))];
       for (int64_t i = 0; i < kGroup; ++i) {
-        const unsigned index = (in[i / perByte] >> (bits * (i % perByte))) & ((1u << bits) - 1u);
+        const unsigned index = fileIndex(in, bits, i);
         // Word 8v + l, bits bits·m, for column v·span + 8m + l.
         const int64_t word = 8 * (i / span) + i % 8, shift = bits * ((i % span) / 8);
         group[4 * word + shift / 8] |= static_cast<uint8_t>(index << (shift % 8));
@@ -56,7 +67,37 @@ std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t 
   std::vector<uint8_t> out(static_cast<size_t>(rows * groups * 2));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
-      std::memcpy(&out[static_cast<size_t>(2 * cqX8Offset(rows, groups, r, g))], norms + 2 * (r * groups + g), 2);
+      std::memcpy(&out[static_cast<size_t>(2 * blockOffset(rows, groups, r, g))], norms + 2 * (r * groups + g), 2);
+  return out;
+}
+
+std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+  const int64_t groupBytes = 16 * bits, tiles = lutTiles(rows), unitColumns = 4 / bits;
+  std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * groupBytes), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const uint8_t *in = packed + (r * groups + g) * groupBytes;
+      uint8_t *tileGroup =
+          &out[static_cast<size_t>(kLutTile * groupBytes * blockOffset(tiles, groups, r / kLutTile, g))];
+      for (int64_t u = 0; u < 32 * bits; ++u) {
+        unsigned code = 0;
+        for (int64_t j = 0; j < unitColumns; ++j)
+          code |= fileIndex(in, bits, u * unitColumns + j) << (bits * j);
+        // Chunk u/4, byte 16·(u % 2) + row; units 4q and 4q+1 in the low nibbles, 4q+2 and 4q+3 high.
+        tileGroup[32 * (u / 4) + 16 * (u % 2) + r % kLutTile] |= static_cast<uint8_t>(code << (u % 4 < 2 ? 0 : 4));
+      }
+    }
+  return out;
+}
+
+std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
+  const int64_t tiles = lutTiles(rows);
+  std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * 2), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      std::memcpy(
+          &out[static_cast<size_t>(2 * (kLutTile * blockOffset(tiles, groups, r / kLutTile, g) + r % kLutTile))],
+          norms + 2 * (r * groups + g), 2);
   return out;
 }
 
@@ -73,11 +114,13 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
   });
   std::vector<uint8_t> &blob = program.weights;
   std::map<int64_t, int64_t> relaidOffset; // by the file layout's offset
-  auto place = [&](int64_t offset, const std::vector<uint8_t> &bytes) {
+  // In place when nothing else reads the file's bytes and the new ones take the same room (a
+  // layout that pads, CqLut16's last tile, takes more).
+  auto place = [&](int64_t offset, const std::vector<uint8_t> &bytes, int64_t fileBytes) {
     auto [it, inserted] = relaidOffset.try_emplace(offset, offset);
     if (!inserted)
       return it->second;
-    if (readElsewhere.count(offset)) {
+    if (readElsewhere.count(offset) || static_cast<int64_t>(bytes.size()) != fileBytes) {
       blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
       it->second = static_cast<int64_t>(blob.size());
       blob.insert(blob.end(), bytes.begin(), bytes.end());
@@ -86,36 +129,61 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
     }
     return it->second;
   };
-  auto relay = [&](KernelArg &arg, const KernelCall &call, const auto &layout) {
+  auto relay = [&](KernelArg &arg, const KernelCall &call, const auto &layout, int64_t fileBytes) {
     if (!layout)
       return;
     if (relaidOffset.count(arg.value))
       arg.value = relaidOffset.at(arg.value);
     else
-      arg.value = place(arg.value, layout(call, &blob[static_cast<size_t>(arg.value)]));
+      arg.value = place(arg.value, layout(call, &blob[static_cast<size_t>(arg.value)]), fileBytes);
   };
   forEachCall(program, [&](KernelCall &call) {
     if (!isCqMatvec(call) || !chosen(call))
       return;
-    relay(call.args[0], call, relayout.packed);
-    relay(call.args[1], call, relayout.norms);
+    const int64_t groupsOfRows = call.args[4].value * cqGroups(call);
+    relay(call.args[0], call, relayout.packed, groupsOfRows * 16 * call.args[3].value);
+    relay(call.args[1], call, relayout.norms, groupsOfRows * 2);
   });
 }
 
-void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
+namespace {
+
+/// Re-lays every CQ2 and CQ4 matvec's weights by `layout` and renames the calls: `matvec` for
+/// one token's (cq_matvec), `matmul` for a batch's (cq_matmul).
+void useCq24Layout(KernelProgram &program, const CqRelayout &layout, const std::string &matvec,
+                   const std::string &matmul) {
   auto fits = [](const KernelCall &call) { return call.args[3].value == 2 || call.args[3].value == 4; };
-  CqRelayout layout;
-  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
-    return interleaveCqX8(packed, call.args[4].value, cqGroups(call), static_cast<int>(call.args[3].value));
-  };
-  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
-    return blockCqX8Norms(norms, call.args[4].value, cqGroups(call));
-  };
   relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {
     if (isCqMatvec(call) && fits(call))
       call.kernel = call.kernel == "cq_matvec" ? matvec : matmul;
   });
+}
+
+int bitsOf(const KernelCall &call) { return static_cast<int>(call.args[3].value); }
+
+} // namespace
+
+void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
+  CqRelayout layout;
+  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
+    return interleaveCqX8(packed, call.args[4].value, cqGroups(call), bitsOf(call));
+  };
+  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
+    return blockCqX8Norms(norms, call.args[4].value, cqGroups(call));
+  };
+  useCq24Layout(program, layout, matvec, matmul);
+}
+
+void useCqLut16Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
+  CqRelayout layout;
+  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
+    return tileCqLut16(packed, call.args[4].value, cqGroups(call), bitsOf(call));
+  };
+  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
+    return blockCqLut16Norms(norms, call.args[4].value, cqGroups(call));
+  };
+  useCq24Layout(program, layout, matvec, matmul);
 }
 
 } // namespace needle

@@ -11,6 +11,12 @@
 
 namespace needle {
 
+/// How the CQ matvecs take their activations: `Float`, the exact mode (the default: f32 inputs,
+/// f32 sums, within the reference's tolerance); `Int8`, the fast mode (needlec --activations
+/// int8: per group, the products of the CQ2/CQ4 codebook with the inputs as int8 lookup tables,
+/// docs/targets.md "The fast mode"). CQ3 matvecs stay exact in both.
+enum class Activations { Float, Int8 };
+
 /// `rows` row-major rows of `rowElements` elements of `elementBytes` bytes each, re-laid in tiles
 /// of `tile` rows (rows a multiple of tile), each tile element-major: element j of row
 /// t·tile + l goes to ((t·rowElements + j)·tile + l), so the same element of a tile's rows is
@@ -28,6 +34,18 @@ std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t
 /// The norms [rows][groups] (fp16) of a matrix in the CqX8 layout's block order.
 std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t groups);
 
+/// The CqLut16 layout of a CQ2 or CQ4 matrix (needle_rt::CqLut16, docs/targets.md), the fast
+/// mode's: units of 4/bits columns with 4-bit codes (their indices, the first lowest); rows in
+/// tiles of 16 (the last padded with zero codes); a tile's group is 8·bits chunks of 32 bytes,
+/// byte 16·h + r of chunk q holding row r's codes of units 4q + h (low nibble) and 4q + 2 + h
+/// (high); the groups in blocks of 4, each block holding every tile's groups in it, tile after
+/// tile.
+std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
+
+/// The norms [rows][groups] (fp16) of a matrix in the CqLut16 layout's order: 16 per tile's
+/// group (zeros for the last tile's padding rows).
+std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups);
+
 /// Whether `call` is a CQ matvec, one token's or a batch's, on the file's layout: their first
 /// arguments are (packed, norms, codebook, bits, rows, cols, x_rot, y).
 bool isCqMatvec(const KernelCall &call);
@@ -41,12 +59,17 @@ struct CqRelayout {
 
 /// Re-lays the weights of the CQ matvec calls `chosen` picks and points the calls at them. A
 /// matrix several chosen calls share is re-laid once; one that any other call (or argument) also
-/// reads keeps its bytes, and the chosen calls read a copy appended to the weights.
+/// reads keeps its bytes, and the chosen calls read a copy appended to the weights (as they do
+/// when the new bytes take more room than the file's).
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout);
 
 /// Points every CQ2 and CQ4 matvec of `program` at the CqX8 layout and at the kernels that read
 /// it, `matvec` for one token (cq_matvec) and `matmul` for a batch (cq_matmul).
 void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul);
+
+/// Points every CQ2 and CQ4 matvec of `program` at the CqLut16 layout (the fast mode,
+/// --activations int8) and at its kernels, `matvec` for one token and `matmul` for a batch.
+void useCqLut16Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul);
 
 } // namespace needle

@@ -290,7 +290,12 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
-  if (options.kernels == KernelChoice::Native && hasAvx2Kernels(target, *machine))
+  const bool avx2 = options.kernels == KernelChoice::Native && hasAvx2Kernels(target, *machine);
+  if (options.activations == Activations::Int8 && avx2)
+    useCqLut16Layout(program, "cqlut_matvec_avx2", "cqlut_matmul_avx2");
+  else if (options.activations == Activations::Int8) // the fast mode means the same sums everywhere
+    useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
+  else if (avx2)
     useCqX8Layout(program, "cqx8_matvec_avx2", "cqx8_matmul_avx2");
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codegen/Lower/KernelProgram.h"
+#include "codegen/Lower/WeightLayouts.h"
 #include "targets/Targets.h"
 
 #include <string>
@@ -23,6 +24,7 @@ struct ObjectOptions {
   std::string name = "needle_model"; // prefixes every exported symbol
   ObjectOutput output = ObjectOutput::Object;
   KernelChoice kernels = KernelChoice::Native;
+  Activations activations = Activations::Float;
 };
 
 /// Seconds spent in each phase of emitObject, in order.

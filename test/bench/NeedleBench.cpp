@@ -107,20 +107,24 @@ void BM_ReferenceDecode(benchmark::State &state) {
 }
 
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
-/// our quantizer) and n rotated inputs: 0, the portable kernel on the file's layout (cq_matmul,
-/// what --kernels portable calls); 1, the AVX2 kernel on the CqX8 layout (what the native
-/// kernels call for CQ2 and CQ4 on x86-64 with AVX2). Reports weights/s (one pass over the matrix serves
-/// the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
+/// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
+/// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel on the CqX8 layout (what
+/// the native kernels call for CQ2 and CQ4 on x86-64 with AVX2); 2, the fast mode's AVX2 kernel on
+/// the CqLut16 layout (--activations int8). Reports weights/s (one pass over the matrix serves the
+/// n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
-  const bool avx2 = state.range(4) == 1;
+  const int64_t choice = state.range(4);
 #if NEEDLE_RT_X86_KERNELS
-  if (avx2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+  if (choice > 0 &&
+      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
     return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  const auto kernel = avx2 ? needle_rt::cqx8_matmul_avx2 : needle_rt::cq_matmul;
+  const auto kernel = choice == 2   ? needle_rt::cqlut_matmul_avx2
+                      : choice == 1 ? needle_rt::cqx8_matmul_avx2
+                                    : needle_rt::cq_matmul;
 #else
-  if (avx2)
+  if (choice > 0)
     return state.SkipWithError("the AVX2 kernels are x86-64's");
   const auto kernel = needle_rt::cq_matmul;
 #endif
@@ -128,11 +132,13 @@ void BM_RuntimeCq(benchmark::State &state) {
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, bits);
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
-  const std::vector<uint8_t> packed = avx2 ? interleaveCqX8(m.indices.data(), rows, groups, bits) : m.indices;
-  const std::vector<uint8_t> norms =
-      avx2 ? blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups)
-           : std::vector<uint8_t>(reinterpret_cast<const uint8_t *>(m.norms.data()),
-                                  reinterpret_cast<const uint8_t *>(m.norms.data() + m.norms.size()));
+  const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
+  const std::vector<uint8_t> packed = choice == 2   ? tileCqLut16(m.indices.data(), rows, groups, bits)
+                                      : choice == 1 ? interleaveCqX8(m.indices.data(), rows, groups, bits)
+                                                    : m.indices;
+  const std::vector<uint8_t> norms = choice == 2   ? blockCqLut16Norms(fileNorms, rows, groups)
+                                     : choice == 1 ? blockCqX8Norms(fileNorms, rows, groups)
+                                                   : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
   std::vector<float> io = randomNormals(3, "x", n * stride, 1.0); // token j: x_rot, then y
   for (auto _ : state) {
     kernel(packed.data(), reinterpret_cast<const uint16_t *>(norms.data()), book.data(), bits, rows, cols, io.data(),
@@ -180,19 +186,26 @@ BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReadBandwidth)->Arg(8)->Arg(16)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_RuntimeCq)
-    ->ArgNames({"rows", "cols", "bits", "n", "avx2"})
+    ->ArgNames({"rows", "cols", "bits", "n", "kernel"})
     ->Args({4096, 14336, 2, 1, 0}) // ggml's MUL_MAT benchmark shape
     ->Args({4096, 14336, 2, 1, 1})
+    ->Args({4096, 14336, 2, 1, 2})
     ->Args({4096, 14336, 2, 512, 1}) // ... and its prefill case (the portable kernel takes 30 s)
-    ->Args({576, 768, 2, 1, 0})      // needle3: q
+    ->Args({4096, 14336, 2, 512, 2})
+    ->Args({576, 768, 2, 1, 0}) // needle3: q
     ->Args({576, 768, 2, 1, 1})
+    ->Args({576, 768, 2, 1, 2})
     ->Args({768, 768, 2, 1, 0}) // needle3: engram key/value, attn.o
     ->Args({768, 768, 2, 1, 1})
+    ->Args({768, 768, 2, 1, 2})
     ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
     ->Args({768, 768, 2, 16, 1})
+    ->Args({768, 768, 2, 16, 2})
     ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
     ->Args({8192, 768, 4, 1, 1})
+    ->Args({8192, 768, 4, 1, 2})
     ->Args({8192, 768, 4, 16, 1})
+    ->Args({8192, 768, 4, 16, 2})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);

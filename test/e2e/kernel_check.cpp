@@ -2,7 +2,9 @@
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits) and the CqX8 layout as
 // needlec re-lays it (codegen/Lower/WeightLayouts.cpp; cqx8_matmul, 2 and 4 bits: its AVX2 code
-// when built with -mavx2 -mfma -mf16c, plain C++ otherwise). Odd rows, partial and single groups,
+// when built with -mavx2 -mfma -mf16c, plain C++ otherwise), and the fast mode's CqLut16 layout
+// (cqlut_matmul, 2 and 4 bits, held to its error bound instead: docs/targets.md, "The fast
+// mode"). Odd rows (partial tiles of 16), partial and single groups,
 // whole and short blocks, one token and runs of tokens. Prints one line per failure and a summary;
 // exits non-zero on any failure.
 #include "codegen/Lower/WeightLayouts.h"
@@ -58,6 +60,26 @@ struct Matrix {
     return (row[k / (8 / bits)] >> (bits * (k % (8 / bits)))) & ((1u << bits) - 1u);
   }
 
+  /// The fast mode's bound on row r's error: per group, its table entries (sums over a unit of
+  /// 4/bits columns of c[i] x[k]) are rounded to multiples of the group's largest |entry| / 127,
+  /// so each of the group's 32·bits lookups is off by at most half of that, times the norm.
+  double lut_bound(int64_t r, const float *x) const {
+    const int64_t width = 4 / bits;
+    double bound = 0.0;
+    for (int64_t g = 0; g < groups; ++g) {
+      double largest = 0.0;
+      for (int64_t u = 0; u < 32 * bits; ++u)
+        for (unsigned k = 0; k < 16; ++k) {
+          double entry = 0.0;
+          for (int64_t j = 0; j < width; ++j)
+            entry +=
+                static_cast<double>(codebook[(k >> (bits * j)) & ((1u << bits) - 1u)]) * x[g * 128 + u * width + j];
+          largest = std::fmax(largest, std::fabs(entry));
+        }
+      bound += needle_rt::half_to_float(norms[static_cast<size_t>(r * groups + g)]) * largest / 127 * 0.5 * 32 * bits;
+    }
+    return bound * 1.001; // and the float sums' rounding
+  }
   /// y = Σ_k c[index] · n16 · x[k] in double.
   double dot(int64_t r, const float *x) const {
     double sum = 0.0;
@@ -75,10 +97,10 @@ using Kernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, i
 int checks = 0, failures = 0;
 
 /// Runs `kernel` on n tokens (x and y `stride` floats apart, y after x, canaries after y) and
-/// holds each token's y to the double matvec: largest error over largest value <= 1e-5, and the
-/// floats between the tokens' outputs untouched.
+/// holds each token's y to the double matvec: largest error over largest value <= 1e-5 (`fast`:
+/// each row within Matrix::lut_bound), and the floats between the tokens' outputs untouched.
 void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *packed, const uint16_t *norms, int64_t n,
-           Random &random) {
+           Random &random, bool fast = false) {
   const int64_t padded = m.groups * 128, stride = padded + m.rows + 8;
   std::vector<float> io(static_cast<size_t>(n * stride), 1e30f);
   for (int64_t j = 0; j < n; ++j)
@@ -93,15 +115,18 @@ void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *pack
   for (int64_t j = 0; j < n; ++j) {
     const float *x = &io[static_cast<size_t>(j * stride)], *y = x + padded;
     double worst = 0.0, largest = 0.0;
+    bool within = true;
     for (int64_t r = 0; r < m.rows; ++r) {
-      const double want = m.dot(r, x);
-      worst = std::fmax(worst, std::fabs(static_cast<double>(y[r]) - want));
+      const double want = m.dot(r, x), error = std::fabs(static_cast<double>(y[r]) - want);
+      worst = std::fmax(worst, error);
       largest = std::fmax(largest, std::fabs(want));
+      within &= !fast || error <= m.lut_bound(r, x);
     }
+    within &= fast || worst <= 1e-5 * largest;
     bool canaries = true;
     for (int64_t i = m.rows; i < m.rows + 8; ++i)
       canaries &= y[i] == 1e30f;
-    if (!(worst <= 1e-5 * largest) || !canaries) {
+    if (!within || !canaries) {
       failed = true;
       std::printf("FAIL %s bits=%d rows=%lld cols=%lld n=%lld token %lld: error %.3g of %.3g%s\n", name, m.bits,
                   static_cast<long long>(m.rows), static_cast<long long>(m.cols), static_cast<long long>(n),
@@ -111,12 +136,21 @@ void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *pack
   failures += failed;
 }
 
+/// Little-endian byte pairs as fp16 values.
+std::vector<uint16_t> halves(const std::vector<uint8_t> &bytes) {
+  std::vector<uint16_t> out(bytes.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+  return out;
+}
+
 } // namespace
 
 int main() {
   Random random{0x9E3779B97F4A7C15ull};
   const int64_t shapes[][3] = {
-      {13, 200, 1}, {13, 200, 2}, {13, 200, 5}, {7, 128, 3}, {1, 40, 1}, {9, 1100, 3}, {5, 1024, 17}, {64, 384, 8},
+      {13, 200, 1}, {13, 200, 2},  {13, 200, 5}, {7, 128, 3},  {1, 40, 1},
+      {9, 1100, 3}, {5, 1024, 17}, {64, 384, 8}, {37, 640, 3}, // tiles of 16 rows: two whole and a partial one
   };
   for (int bits : {2, 3, 4})
     for (const auto &shape : shapes) {
@@ -125,12 +159,12 @@ int main() {
       if (bits == 3)
         continue;
       const std::vector<uint8_t> packed = needle::interleaveCqX8(m.packed.data(), m.rows, m.groups, bits);
-      const std::vector<uint8_t> bytes =
-          needle::blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), m.rows, m.groups);
-      std::vector<uint16_t> norms(m.norms.size());
-      for (size_t i = 0; i < norms.size(); ++i)
-        norms[i] = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
-      check("cqx8_matmul", needle_rt::cqx8_matmul, m, packed.data(), norms.data(), shape[2], random);
+      const auto *norms = reinterpret_cast<const uint8_t *>(m.norms.data());
+      check("cqx8_matmul", needle_rt::cqx8_matmul, m, packed.data(),
+            halves(needle::blockCqX8Norms(norms, m.rows, m.groups)).data(), shape[2], random);
+      const std::vector<uint8_t> tiled = needle::tileCqLut16(m.packed.data(), m.rows, m.groups, bits);
+      check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(),
+            halves(needle::blockCqLut16Norms(norms, m.rows, m.groups)).data(), shape[2], random, true);
     }
 #if defined(__AVX2__)
   const char *path = "AVX2";

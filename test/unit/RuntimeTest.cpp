@@ -181,23 +181,72 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
 using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *,
                                 float *, int64_t, int64_t);
 
+/// The layouts a CQ matmul kernel reads: the file's, and the two needlec re-lays CQ2 and CQ4 into.
+enum class CqLayout { File, CqX8, CqLut16 };
+
+/// `m`'s packed indices and norms in `layout`.
+std::pair<std::vector<uint8_t>, std::vector<uint16_t>> relaid(const CqMatrix &m, CqLayout layout) {
+  if (layout == CqLayout::File)
+    return {m.packed.indices, m.packed.norms};
+  const int64_t groups = cq::paddedCols(m.cols) / 128;
+  const auto *norms = reinterpret_cast<const uint8_t *>(m.packed.norms.data());
+  const std::vector<uint8_t> packed = layout == CqLayout::CqX8
+                                          ? interleaveCqX8(m.packed.indices.data(), m.rows, groups, m.bits)
+                                          : tileCqLut16(m.packed.indices.data(), m.rows, groups, m.bits);
+  const std::vector<uint8_t> blocked =
+      layout == CqLayout::CqX8 ? blockCqX8Norms(norms, m.rows, groups) : blockCqLut16Norms(norms, m.rows, groups);
+  std::vector<uint16_t> halves(blocked.size() / 2);
+  std::memcpy(halves.data(), blocked.data(), blocked.size());
+  return {packed, halves};
+}
+
+/// The fast mode's error bound for y = W x_rot (docs/targets.md, "The fast mode"): a group's
+/// table entries (sums of 4/bits products c[k]·x) are rounded to multiples of scale = the
+/// largest |entry| / 127, so each of a row's 32·bits lookups per group is off by at most
+/// scale / 2: |error_r| <= Σ_g |n_rg| · scale_g / 2 · 32·bits (with 0.1% for the float sums).
+Vec lutErrorBound(const CqMatrix &m, std::span<const float> xRot) {
+  const int64_t groups = cq::paddedCols(m.cols) / 128, width = 4 / m.bits;
+  Vec bound(m.rows, 0.0f);
+  for (int64_t g = 0; g < groups; ++g) {
+    double largest = 0;
+    for (int64_t u = 0; u < 32 * m.bits; ++u)
+      for (unsigned k = 0; k < 16; ++k) {
+        double entry = 0;
+        for (int64_t j = 0; j < width; ++j)
+          entry += static_cast<double>(m.codebook[(k >> (m.bits * j)) & ((1u << m.bits) - 1u)]) *
+                   xRot[g * 128 + u * width + j];
+        largest = std::max(largest, std::fabs(entry));
+      }
+    for (int64_t r = 0; r < m.rows; ++r)
+      bound[r] += static_cast<float>(std::fabs(needle_rt::half_to_float(m.packed.norms[r * groups + g])) * largest /
+                                     127 * 0.5005 * 32 * m.bits);
+  }
+  return bound;
+}
+
+/// Every row within the fast mode's bound, and the rows' mean error well inside it: rounding
+/// errors of independent entries mostly cancel (about a tenth of the bound on random inputs), so
+/// a wrong scale or a misplaced code shows even where it stays under the worst case.
+void expectWithinLutBound(std::span<const float> got, std::span<const float> want, std::span<const float> bound,
+                          const std::string &what) {
+  double share = 0;
+  for (size_t r = 0; r < want.size(); ++r) {
+    const double error = std::fabs(static_cast<double>(got[r]) - want[r]);
+    ASSERT_LE(error, bound[r]) << what << " row " << r << ": got " << got[r] << ", exact " << want[r];
+    share += bound[r] > 0 ? error / bound[r] : 0;
+  }
+  EXPECT_LE(share / static_cast<double>(want.size()), 0.25) << what;
+}
+
 // A batch of n tokens' inputs and outputs, each `stride` floats after the last, against the
-// reference matvec of each token alone; the floats between them must stay untouched. `kernel`
-// reads the file's layout, or with `interleaved` the CqX8 layout.
+// reference matvec of each token alone (the fast mode's kernels: within their bound of it); the
+// floats between them must stay untouched. `kernel` reads `layout`.
 void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKernel kernel = needle_rt::cq_matmul,
-                   bool interleaved = false, const std::string &name = "cq_matmul") {
+                   CqLayout layout = CqLayout::File, const std::string &name = "cq_matmul") {
   const std::string what = name + " bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
                            " cols=" + std::to_string(cols) + " n=" + std::to_string(n);
   const CqMatrix m(what, rows, cols, bits);
-  const int64_t groups = cq::paddedCols(cols) / 128;
-  const std::vector<uint8_t> packed =
-      interleaved ? interleaveCqX8(m.packed.indices.data(), rows, groups, bits) : m.packed.indices;
-  std::vector<uint16_t> norms = m.packed.norms;
-  if (interleaved) {
-    const std::vector<uint8_t> blocked =
-        blockCqX8Norms(reinterpret_cast<const uint8_t *>(m.packed.norms.data()), rows, groups);
-    std::memcpy(norms.data(), blocked.data(), blocked.size());
-  }
+  const auto [packed, norms] = relaid(m, layout);
   const int64_t padded = cq::paddedCols(cols), stride = padded + rows + 16;
   Vec arena(static_cast<size_t>(n * stride), 1e30f);
   for (int64_t j = 0; j < n; ++j) {
@@ -209,8 +258,12 @@ void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKern
   kernel(packed.data(), norms.data(), m.codebook.data(), bits, rows, cols, x, y, stride, n);
   for (int64_t j = 0; j < n; ++j) {
     const Vec xRot(x + j * stride, x + j * stride + padded);
-    expectClose(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), 1e-5,
-                what + " token " + std::to_string(j));
+    const std::string token = what + " token " + std::to_string(j);
+    if (layout == CqLayout::CqLut16)
+      expectWithinLutBound(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), lutErrorBound(m, xRot),
+                           token);
+    else
+      expectClose(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), 1e-5, token);
     expectBitEqual(std::span(arena).subspan(j * stride, padded), std::span(before).subspan(j * stride, padded),
                    what + " leaves x");
     expectBitEqual(std::span(arena).subspan(j * stride + padded + rows, 16),
@@ -226,30 +279,44 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
   }
 }
 
-/// The shapes the CqX8 kernels are checked on, at 2 and 4 bits: odd rows, a partial group, one
-/// group, one row; blocks of 4 groups whole and short; one token, and runs of 8, 4, 2 and 1.
-void checkCqX8Matmul(CqMatmulKernel kernel, const std::string &name) {
+/// The shapes the CqX8 and CqLut16 kernels are checked on, at 2 and 4 bits: odd rows (a partial
+/// tile of 16), a partial group, one group, one row; blocks of 4 groups whole and short; one
+/// token, and runs of 8, 4, 2 and 1.
+void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &name) {
   for (int bits : {2, 4}) {
     for (int64_t n : {1, 2, 4, 5, 15})
-      checkCqMatmul(bits, 13, 200, n, kernel, true, name);
-    checkCqMatmul(bits, 64, 384, 8, kernel, true, name);  // one short block (3 groups)
-    checkCqMatmul(bits, 9, 1100, 3, kernel, true, name);  // a whole block and a short one (9 groups)
-    checkCqMatmul(bits, 5, 1024, 17, kernel, true, name); // two whole blocks; 8 + 8 + 1 tokens
-    checkCqMatmul(bits, 7, 128, 3, kernel, true, name);
-    checkCqMatmul(bits, 1, 40, 1, kernel, true, name);
+      checkCqMatmul(bits, 13, 200, n, kernel, layout, name);
+    checkCqMatmul(bits, 64, 384, 8, kernel, layout, name);  // one short block (3 groups)
+    checkCqMatmul(bits, 9, 1100, 3, kernel, layout, name);  // a whole block and a short one (9 groups)
+    checkCqMatmul(bits, 5, 1024, 17, kernel, layout, name); // two whole blocks; 8 + 8 + 1 tokens
+    checkCqMatmul(bits, 37, 640, 3, kernel, layout, name);  // two whole tiles of 16 and a partial one
+    checkCqMatmul(bits, 7, 128, 3, kernel, layout, name);
+    checkCqMatmul(bits, 1, 40, 1, kernel, layout, name);
   }
 }
 
 TEST(Runtime, CqX8MatmulPortable) {
   // This file is built for the baseline x86-64 (or another CPU): cqx8_matmul is the portable one.
-  checkCqX8Matmul(needle_rt::cqx8_matmul, "cqx8_matmul");
+  checkCq24Matmul(needle_rt::cqx8_matmul, CqLayout::CqX8, "cqx8_matmul");
 }
 
+TEST(Runtime, CqLut16MatmulPortable) { checkCq24Matmul(needle_rt::cqlut_matmul, CqLayout::CqLut16, "cqlut_matmul"); }
+
 #if NEEDLE_RT_X86_KERNELS
+bool hasAvx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
 TEST(Runtime, CqX8MatmulAvx2) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+  if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCqX8Matmul(needle_rt::cqx8_matmul_avx2, "cqx8_matmul_avx2");
+  checkCq24Matmul(needle_rt::cqx8_matmul_avx2, CqLayout::CqX8, "cqx8_matmul_avx2");
+}
+
+TEST(Runtime, CqLut16MatmulAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2");
 }
 #endif
 

@@ -1,4 +1,5 @@
-// The weight layouts kernels want (the Halide kernels' tiles, the AVX2 kernels' interleaved CQ2),
+// The weight layouts kernels want (the Halide kernels' tiles, the AVX2 kernels' interleaved CQ2,
+// the fast mode's CqLut16),
 // against positions worked out by hand, and the re-laying of a program's weights into them.
 #include "codegen/Lower/WeightLayouts.h"
 
@@ -194,6 +195,66 @@ TEST(WeightLayouts, CqX8FourBitsTwoVectorsOfEightNibbleWords) {
   want[20] = 0x90;
   want[56] = 0x07;
   EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1, 4), want);
+}
+
+TEST(WeightLayouts, CqLut16Cq2PairCodesByRowInTiles) {
+  // CQ2, 17 rows of one group: 2 tiles of 16 rows (the second padded), each 512 bytes. Row 16,
+  // column 5 = index 3: unit 2 (columns 4 and 5), second column, so code 3 << 2 = 12; unit 2 is
+  // chunk 0's high nibble (4q + 2 + h with h = 0) at byte 16·0 + row 0 of tile 1. Row 2, column
+  // 2 = index 1: unit 1, first column, code 1: chunk 0, h = 1, low nibble, byte 16 + 2 of tile 0.
+  std::vector<uint8_t> packed(17 * 32, 0); // the file: 4 indices per byte, little-endian
+  packed[16 * 32 + 5 / 4] = static_cast<uint8_t>(3 << (2 * (5 % 4)));
+  packed[2 * 32 + 2 / 4] = static_cast<uint8_t>(1 << (2 * (2 % 4)));
+  std::vector<uint8_t> want(2 * 16 * 32, 0);
+  want[512 + 0] = 12 << 4;
+  want[16 + 2] = 1;
+  EXPECT_EQ(tileCqLut16(packed.data(), 17, 1, 2), want);
+}
+
+TEST(WeightLayouts, CqLut16Cq4OneColumnPerUnitGroupsInBlocks) {
+  // CQ4, 2 rows of 6 groups: blocks of 4 and 2 groups, one tile (1024 bytes per tile's group).
+  // Row 1, group 5, column 7 = index 9: unit 7 = 4·1 + 2 + 1, so chunk 1, h = 1, high nibble,
+  // byte 32 + 16 + 1; group 5 is the second of the short block, which starts after 4 groups.
+  std::vector<uint8_t> packed(2 * 6 * 64, 0);
+  packed[(1 * 6 + 5) * 64 + 7 / 2] = 9 << 4;
+  std::vector<uint8_t> want(6 * 16 * 64, 0);
+  want[(4 + 1) * 1024 + 32 + 16 + 1] = 9 << 4;
+  EXPECT_EQ(tileCqLut16(packed.data(), 2, 6, 4), want);
+}
+
+TEST(WeightLayouts, CqLut16NormsSixteenPerTileGroupPaddedWithZeros) {
+  // 17 rows of 2 groups: tile 0 holds group 0's 16 norms, then group 1's; tile 1 the same with
+  // row 16's norms first and 15 zero norms after each.
+  std::vector<uint8_t> norms(17 * 2 * 2);
+  for (size_t i = 0; i < norms.size(); i += 2)
+    norms[i] = static_cast<uint8_t>(i / 2 + 1), norms[i + 1] = 0x3c; // norm (r, g) is 2r + g + 1
+  const std::vector<uint8_t> got = blockCqLut16Norms(norms.data(), 17, 2);
+  ASSERT_EQ(got.size(), 2u * 2 * 16 * 2);
+  EXPECT_EQ(got[2 * 3], 2 * 3 + 0 + 1);                    // tile 0, group 0, row 3
+  EXPECT_EQ(got[2 * (16 + 3)], 2 * 3 + 1 + 1);             // tile 0, group 1, row 3
+  EXPECT_EQ(got[2 * (32 + 0)], 2 * 16 + 0 + 1);            // tile 1, group 0, row 16
+  EXPECT_EQ(got[2 * (48 + 0)], 2 * 16 + 1 + 1);            // tile 1, group 1, row 16
+  EXPECT_EQ(got[2 * (32 + 1)] | got[2 * (32 + 1) + 1], 0); // a padding row
+}
+
+TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
+  // A CQ2 matvec of 16 rows (one whole tile) is re-laid in place; a CQ4 batch of 17 rows needs
+  // 2 tiles, more room than the file's, so it reads a copy appended to the weights.
+  KernelProgram program = programOf({cqCall("cq_matvec", 0, 2048, 2, 16), cqCall("cq_matmul", 512, 2080, 4, 17)}, 2200);
+  const std::vector<uint8_t> before = program.weights;
+  useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cqlut_matvec");
+  EXPECT_EQ(calls[1].kernel, "cqlut_matmul");
+  EXPECT_EQ(calls[0].args[0].value, 0);
+  const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
+  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
+  const std::vector<uint8_t> cq4 = tileCqLut16(before.data() + 512, 17, 1, 4);
+  ASSERT_GE(calls[1].args[0].value, 2200);
+  EXPECT_TRUE(std::equal(cq4.begin(), cq4.end(), program.weights.begin() + calls[1].args[0].value));
+  const std::vector<uint8_t> norms = blockCqLut16Norms(before.data() + 2080, 17, 1);
+  ASSERT_GE(calls[1].args[1].value, 2200);
+  EXPECT_TRUE(std::equal(norms.begin(), norms.end(), program.weights.begin() + calls[1].args[1].value));
 }
 
 } // namespace

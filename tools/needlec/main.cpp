@@ -264,6 +264,11 @@ void printPhaseTimes(const std::vector<PhaseTime> &times) {
   std::printf("time: %-40s %8.3f s\n", "total", total);
 }
 
+/// --activations: float (the default) or int8, checked in run().
+Activations activationsOf(const CommandLine &cl) {
+  return cl.value("activations").value_or("float") == "int8" ? Activations::Int8 : Activations::Float;
+}
+
 /// OUT.cpp + OUT.h: the model printed as standalone C++.
 void emitCpp(const CommandLine &cl, const std::string &input, const std::string &out, const PrepareOptions &options) {
   if (out == "-")
@@ -271,7 +276,8 @@ void emitCpp(const CommandLine &cl, const std::string &input, const std::string 
   std::vector<PhaseTime> times;
   const KernelProgram program = compileProgram(cl, input, options, "--emit cpp", times);
   const std::string headerName = fs::path(out).filename().string() + ".h";
-  const CppModel cpp = needle::emitCpp(program, cl.value("name").value_or("needle_model"), headerName);
+  const CppModel cpp =
+      needle::emitCpp(program, cl.value("name").value_or("needle_model"), headerName, activationsOf(cl));
   PendingOutput source(out + ".cpp", PendingOutput::Kind::File), header(out + ".h", PendingOutput::Kind::File);
   source.write(cpp.source);
   header.write(cpp.header);
@@ -295,6 +301,7 @@ void emitObjectFile(const CommandLine &cl, const std::string &input, const std::
   objectOptions.output = output;
   const std::string kernels = cl.value("kernels").value_or("native");
   objectOptions.kernels = kernels == "native" ? KernelChoice::Native : KernelChoice::Portable;
+  objectOptions.activations = activationsOf(cl);
   const std::string &name = objectOptions.name;
   const std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (out == "-") {
@@ -360,6 +367,9 @@ int run(int argc, char **argv) {
        {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
        {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
        {"kernels", "K", "native (default: hand-written SIMD and Halide kernels for the target) or portable"},
+       {"activations", "A",
+        "float (default: exact) or int8 (the fast mode: CQ2/CQ4 matvecs on int8 lookup tables of the inputs, "
+        "about 1% of a matvec's largest output off; docs/performance.md)"},
        {"batch", "N",
         "tokens a feed carries through the model at once, reading each weight once for all "
         "(default 16; 1 keeps the arena smallest)"},
@@ -387,6 +397,10 @@ int run(int argc, char **argv) {
   for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
       fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
+  if (auto activations = cl.value("activations"); activations && *activations != "float" && *activations != "int8")
+    fail("--activations: \"{}\" is not float or int8", *activations);
+  if (cl.has("activations") && !object && emit != "cpp")
+    fail("--activations: only meaningful with --emit obj, cpp, llvm or asm");
   if (cl.has("batch") && !object && emit != "cpp")
     fail("--batch: only meaningful with --emit obj, cpp, llvm or asm");
   // A bad --target fails first, whatever --emit; only the object backend needs its architecture.
