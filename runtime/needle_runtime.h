@@ -4,10 +4,11 @@
 //
 // This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
 // self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring> (and, on x86-64 with
-// GCC or Clang, <immintrin.h> for the AVX2 kernels); everything inline in namespace needle_rt; no allocation,
-// exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's memory. Sizes and positions
-// are int64_t; "floats" below counts float elements. Where a kernel keeps state across tokens (rings, pooling), the
-// comment above it gives the exact layout and size; the caller owns and places it (the arena planner).
+// GCC or Clang, <immintrin.h> for the AVX2 kernels; on aarch64, <arm_neon.h>); everything inline in namespace
+// needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's
+// memory. Sizes and positions are int64_t; "floats" below counts float elements. Where a kernel keeps state across
+// tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it (the
+// arena planner).
 //
 // Arithmetic is f32 with f32 accumulators (the reference accumulates in double), except RoPE's
 // angle, cos and sin, which model.md requires in double.
@@ -22,6 +23,10 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define NEEDLE_RT_X86_KERNELS 1
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define NEEDLE_RT_NEON_KERNELS 1
 #endif
 
 namespace needle_rt {
@@ -415,33 +420,141 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   return largest / 127.0f;
 }
 
-/// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
-/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, in plain C++: per block of groups,
-/// the tables of x, then each row's integer sums of looked-up entries, times the group's scale
-/// and norm. The AVX2 kernel computes the same sums.
-inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
-                                  int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-  const int64_t groups = cq_groups(cols), tiles = CqLut16::tiles(rows), units = 32 * bits;
-  int8_t table[CqLut16::block][16 * 128];
-  float scale[CqLut16::block];
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
-      const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
+/// The tables of a block of groups for kTokens tokens (each group's, up to CQ4's 2 KB) and
+/// their scales, as a CqLut16 kernel's tile function reads them.
+template <int kTokens> using CqLutTables = int8_t[kTokens][CqLut16::block][16 * 128];
+template <int kTokens> using CqLutScales = float[kTokens][CqLut16::block];
+
+/// kTokens tokens' y (token j's j·stride floats after token 0's) on the fast mode's kernels
+/// `Lut` (Lut::table builds a group's table, Lut::tile sums one tile over a block): block by
+/// block, the tokens' tables of the block's groups, then every tile's sums over them, added into
+/// y. A block's tables (4 KB for CQ2, 8 KB for CQ4, per token) stay in L1 while its weights
+/// stream.
+template <typename Lut, int kBits, int kTokens>
+inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
+                         int64_t groups, const float *x_rot, float *y, int64_t stride) {
+  alignas(32) CqLutTables<kTokens> tables;
+  CqLutScales<kTokens> scale;
+  float out[kTokens][CqLut16::tile];
+  const int64_t tiles = CqLut16::tiles(rows);
+  for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
+    const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
+    for (int j = 0; j < kTokens; ++j)
       for (int64_t i = 0; i < count; ++i)
-        scale[i] = cqlut_group_table(codebook, bits, x_rot + j * stride + (g0 + i) * cq_group, table[i]);
-      for (int64_t r = 0; r < rows; ++r) {
-        float acc = 0.0f;
-        for (int64_t i = 0; i < count; ++i) {
-          const int64_t at = CqLut16::offset(tiles, groups, r / CqLut16::tile, g0 + i);
-          const uint8_t *p = packed + CqLut16::tile_group_bytes(bits) * at;
-          int32_t sum = 0;
-          for (int64_t u = 0; u < units; ++u)
-            sum += table[i][16 * u + CqLut16::code(p, r % CqLut16::tile, u)];
-          acc += static_cast<float>(sum) * (scale[i] * half_to_float(norms[CqLut16::tile * at + r % CqLut16::tile]));
-        }
-        y[j * stride + r] = g0 == 0 ? acc : y[j * stride + r] + acc;
+        scale[j][i] = Lut::template table<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t at = CqLut16::offset(tiles, groups, t, g0), live = rows - 16 * t < 16 ? rows - 16 * t : 16;
+      Lut::template tile<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at,
+                                         count, tables, scale, out);
+      for (int j = 0; j < kTokens; ++j) {
+        float *yt = y + j * stride + 16 * t;
+        for (int64_t r = 0; r < live; ++r)
+          yt[r] = g0 == 0 ? out[j][r] : yt[r] + out[j][r];
       }
     }
+  }
+}
+
+/// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
+/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, on the kernels `Lut`: runs of 2
+/// tokens, which share each chunk of weights, then one token if n is odd.
+template <typename Lut>
+inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
+                            int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+  const int64_t groups = cq_groups(cols);
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2)
+    if (bits == 2)
+      cqlut_tokens<Lut, 2, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    else
+      cqlut_tokens<Lut, 4, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  if (j < n && bits == 2)
+    cqlut_tokens<Lut, 2, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  else if (j < n)
+    cqlut_tokens<Lut, 4, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+}
+
+/// The fast mode's kernels in plain C++: a row's integer sum of looked-up entries per group,
+/// times the group's scale and the row's norm. (The padding rows of a last tile have zero codes
+/// and norms: their sums are computed and dropped.)
+struct CqLutPortable {
+  template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
+    return cqlut_group_table(codebook, kBits, x, table);
+  }
+  /// out[j][r] = Σ_g scale[j][g] n[r,g] Σ_u tables[j][g][16u + code(r, u)] over a tile's `count`
+  /// groups.
+  template <int kBits, int kTokens>
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kTokens> &tables,
+                   const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
+    for (int j = 0; j < kTokens; ++j)
+      for (int64_t r = 0; r < CqLut16::tile; ++r) {
+        float acc = 0.0f;
+        for (int64_t g = 0; g < count; ++g) {
+          const uint8_t *p = tile + CqLut16::tile_group_bytes(kBits) * g;
+          int32_t sum = 0;
+          for (int64_t u = 0; u < 32 * kBits; ++u)
+            sum += tables[j][g][16 * u + CqLut16::code(p, r, u)];
+          acc += static_cast<float>(sum) * (scale[j][g] * half_to_float(norms[CqLut16::tile * g + r]));
+        }
+        out[j][r] = acc;
+      }
+  }
+};
+
+#if NEEDLE_RT_NEON_KERNELS
+/// The fast mode's kernels with aarch64's NEON (every aarch64 CPU has it): CqLutPortable's sums,
+/// the tables built by cqlut_group_table. Per 16-byte half h of a 32-byte chunk (16 rows, units
+/// 4q + h in the low nibbles and 4q + 2 + h in the high ones): two 16-entry lookups (tbl), added
+/// in pairs into 16-bit sums per row (at most 8,128 in magnitude: no overflow); per group, the
+/// sums to float times scale × norm.
+struct CqLutNeon {
+  template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
+    return cqlut_group_table(codebook, kBits, x, table);
+  }
+  template <int kBits, int kTokens>
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kTokens> &tables,
+                   const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
+    constexpr int kChunks = 8 * kBits;
+    const uint8x16_t nibble = vdupq_n_u8(15);
+    float32x4_t sums[kTokens][4];
+    for (int j = 0; j < kTokens; ++j)
+      for (int i = 0; i < 4; ++i)
+        sums[j][i] = vdupq_n_f32(0.0f);
+    for (int64_t g = 0; g < count; ++g, tile += 32 * kChunks) {
+      int16x8_t acc[kTokens][2]; // rows 0..7, 8..15
+      for (int j = 0; j < kTokens; ++j)
+        acc[j][0] = acc[j][1] = vdupq_n_s16(0);
+      for (int q = 0; q < kChunks; ++q)
+        for (int h = 0; h < 2; ++h) {
+          const uint8x16_t codes = vld1q_u8(tile + 32 * q + 16 * h);
+          const uint8x16_t low = vandq_u8(codes, nibble), high = vshrq_n_u8(codes, 4);
+          for (int j = 0; j < kTokens; ++j) {
+            const int8_t *t = tables[j][g] + 64 * q + 16 * h; // unit 4q + h; 4q + 2 + h 32 bytes on
+            const int8x16_t r1 = vqtbl1q_s8(vld1q_s8(t), low), r2 = vqtbl1q_s8(vld1q_s8(t + 32), high);
+            acc[j][0] = vaddq_s16(acc[j][0], vaddl_s8(vget_low_s8(r1), vget_low_s8(r2)));
+            acc[j][1] = vaddq_s16(acc[j][1], vaddl_high_s8(r1, r2));
+          }
+        }
+      float32x4_t n[4];
+      for (int i = 0; i < 4; ++i)
+        n[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(norms + 16 * g + 4 * i)));
+      for (int j = 0; j < kTokens; ++j)
+        for (int i = 0; i < 4; ++i) { // rows 4i..4i+3
+          const int16x4_t part = i % 2 ? vget_high_s16(acc[j][i / 2]) : vget_low_s16(acc[j][i / 2]);
+          sums[j][i] = vfmaq_f32(sums[j][i], vcvtq_f32_s32(vmovl_s16(part)), vmulq_n_f32(n[i], scale[j][g]));
+        }
+    }
+    for (int j = 0; j < kTokens; ++j)
+      for (int i = 0; i < 4; ++i)
+        vst1q_f32(out[j] + 4 * i, sums[j][i]);
+  }
+};
+#endif
+
+/// The fast mode's needle.cq_matmul in plain C++ (cqlut_matmul_on CqLutPortable).
+inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                                  int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+  cqlut_matmul_on<CqLutPortable>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 #if NEEDLE_RT_X86_KERNELS
@@ -750,102 +863,71 @@ NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const 
   return top / 127.0f;
 }
 
-/// One tile's sums over a block of `count` groups for kTokens tokens: out[j][r] = Σ_g scale[j][g]
-/// n[r,g] Σ_u table[j][g][u][code(r, u)]. Per 32-byte chunk (16 rows x 4 units): the low and
-/// high nibbles index two byte shuffles of 4 units' tables; unpacking their results byte by byte
-/// puts each row's two entries side by side, and vpmaddubsw by ones adds them into 16-bit sums
-/// (at most 2·127·32·bits/4 = 8128 in magnitude: no overflow). Per group, the 16-bit sums
-/// become floats scaled by the group's scale and norms.
-template <int kBits, int kTokens>
-NEEDLE_RT_AVX2 inline void cqlut_tile_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                           const int8_t (*tables)[CqLut16::block][16 * 128],
-                                           const float (*scale)[CqLut16::block], float (*out)[CqLut16::tile]) {
-  constexpr int kChunks = 8 * kBits;
-  const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi8(1);
-  __m256 sums[kTokens][2];
-#pragma GCC unroll 4
-  for (int j = 0; j < kTokens; ++j)
-    sums[j][0] = sums[j][1] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < count; ++g, tile += 32 * kChunks) {
-    __m256i acc[kTokens][2];
+/// The fast mode's kernels with AVX2 (cqlut_matmul_on), the tables built by
+/// cqlut_group_table_avx2.
+struct CqLutAvx2 {
+  template <int kBits> NEEDLE_RT_AVX2 static float table(const float *codebook, const float *x, int8_t *table) {
+    return cqlut_group_table_avx2<kBits>(codebook, x, table);
+  }
+  /// CqLutPortable::tile's sums. Per 32-byte chunk (16 rows x 4 units): the low and
+  /// high nibbles index two byte shuffles of 4 units' tables; unpacking their results byte by byte
+  /// puts each row's two entries side by side, and vpmaddubsw by ones adds them into 16-bit sums
+  /// (at most 2·127·32·bits/4 = 8128 in magnitude: no overflow). Per group, the 16-bit sums
+  /// become floats scaled by the group's scale and norms.
+  template <int kBits, int kTokens>
+  NEEDLE_RT_AVX2 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                  const CqLutTables<kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                  float (*out)[CqLut16::tile]) {
+    constexpr int kChunks = 8 * kBits;
+    const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi8(1);
+    __m256 sums[kTokens][2];
 #pragma GCC unroll 4
     for (int j = 0; j < kTokens; ++j)
-      acc[j][0] = acc[j][1] = _mm256_setzero_si256();
-    for (int q = 0; q < kChunks; ++q) {
-      const __m256i codes = cqx8_load(tile + 32 * q);
-      const __m256i low = _mm256_and_si256(codes, nibble), high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+      sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < count; ++g, tile += 32 * kChunks) {
+      __m256i acc[kTokens][2];
+#pragma GCC unroll 4
+      for (int j = 0; j < kTokens; ++j)
+        acc[j][0] = acc[j][1] = _mm256_setzero_si256();
+      for (int q = 0; q < kChunks; ++q) {
+        const __m256i codes = cqx8_load(tile + 32 * q);
+        const __m256i low = _mm256_and_si256(codes, nibble),
+                      high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+#pragma GCC unroll 4
+        for (int j = 0; j < kTokens; ++j) {
+          const int8_t *t = tables[j][g] + 64 * q;
+          const __m256i r1 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t)), low);
+          const __m256i r2 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t + 32)), high);
+          acc[j][0] = _mm256_add_epi16(acc[j][0], _mm256_maddubs_epi16(ones, _mm256_unpacklo_epi8(r1, r2)));
+          acc[j][1] = _mm256_add_epi16(acc[j][1], _mm256_maddubs_epi16(ones, _mm256_unpackhi_epi8(r1, r2)));
+        }
+      }
+      const __m256 n0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g)));
+      const __m256 n1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g + 8)));
 #pragma GCC unroll 4
       for (int j = 0; j < kTokens; ++j) {
-        const int8_t *t = tables[j][g] + 64 * q;
-        const __m256i r1 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t)), low);
-        const __m256i r2 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t + 32)), high);
-        acc[j][0] = _mm256_add_epi16(acc[j][0], _mm256_maddubs_epi16(ones, _mm256_unpacklo_epi8(r1, r2)));
-        acc[j][1] = _mm256_add_epi16(acc[j][1], _mm256_maddubs_epi16(ones, _mm256_unpackhi_epi8(r1, r2)));
+        const __m256 s = _mm256_set1_ps(scale[j][g]);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) { // rows 8h..8h+7: the two 128-bit halves hold different units
+          const __m128i rows = _mm_add_epi16(_mm256_castsi256_si128(acc[j][h]), _mm256_extracti128_si256(acc[j][h], 1));
+          const __m256 total = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(rows));
+          sums[j][h] = _mm256_fmadd_ps(total, _mm256_mul_ps(h ? n1 : n0, s), sums[j][h]);
+        }
       }
     }
-    const __m256 n0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g)));
-    const __m256 n1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g + 8)));
 #pragma GCC unroll 4
     for (int j = 0; j < kTokens; ++j) {
-      const __m256 s = _mm256_set1_ps(scale[j][g]);
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) { // rows 8h..8h+7: the two 128-bit halves hold different units
-        const __m128i rows = _mm_add_epi16(_mm256_castsi256_si128(acc[j][h]), _mm256_extracti128_si256(acc[j][h], 1));
-        const __m256 total = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(rows));
-        sums[j][h] = _mm256_fmadd_ps(total, _mm256_mul_ps(h ? n1 : n0, s), sums[j][h]);
-      }
+      _mm256_storeu_ps(out[j], sums[j][0]);
+      _mm256_storeu_ps(out[j] + 8, sums[j][1]);
     }
   }
-#pragma GCC unroll 4
-  for (int j = 0; j < kTokens; ++j) {
-    _mm256_storeu_ps(out[j], sums[j][0]);
-    _mm256_storeu_ps(out[j] + 8, sums[j][1]);
-  }
-}
+};
 
-/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
-/// tables of a block (8 KB per token for CQ4) stay in L1 while every tile passes over them.
-template <int kBits, int kTokens>
-NEEDLE_RT_AVX2 inline void cqlut_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                             int64_t rows, int64_t groups, const float *x_rot, float *y,
-                                             int64_t stride) {
-  alignas(32) int8_t tables[kTokens][CqLut16::block][16 * 128];
-  float scale[kTokens][CqLut16::block], out[kTokens][CqLut16::tile];
-  const int64_t tiles = CqLut16::tiles(rows);
-  for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
-    const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
-    for (int j = 0; j < kTokens; ++j)
-      for (int64_t i = 0; i < count; ++i)
-        scale[j][i] = cqlut_group_table_avx2<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t at = CqLut16::offset(tiles, groups, t, g0), live = rows - 16 * t < 16 ? rows - 16 * t : 16;
-      cqlut_tile_avx2<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at, count,
-                                      tables, scale, out);
-      for (int j = 0; j < kTokens; ++j) {
-        float *yt = y + j * stride + 16 * t;
-        for (int64_t r = 0; r < live; ++r)
-          yt[r] = g0 == 0 ? out[j][r] : yt[r] + out[j][r];
-      }
-    }
-  }
-}
-
-/// cqlut_matmul with AVX2, FMA and F16C (bits 2 or 4): runs of 2 tokens share each chunk's
-/// load and nibble split, then one token if n is odd.
+/// cqlut_matmul with AVX2, FMA and F16C (bits 2 or 4).
 NEEDLE_RT_AVX2 inline void cqlut_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                              int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
                                              int64_t stride, int64_t n) {
-  const int64_t groups = cq_groups(cols);
-  int64_t j = 0;
-  for (; j + 2 <= n; j += 2)
-    if (bits == 2)
-      cqlut_tokens_avx2<2, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-    else
-      cqlut_tokens_avx2<4, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  if (j < n && bits == 2)
-    cqlut_tokens_avx2<2, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  else if (j < n)
-    cqlut_tokens_avx2<4, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  cqlut_matmul_on<CqLutAvx2>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 /// cqlut_matvec with AVX2, FMA and F16C (bits 2 or 4).
@@ -877,11 +959,13 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 }
 
 /// The fast mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout:
-/// AVX2 where the compiler targets it, else cqlut_matmul_portable.
+/// AVX2 where the compiler targets it, NEON on aarch64, else cqlut_matmul_portable.
 inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                          int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_NEON_KERNELS
+  cqlut_matmul_on<CqLutNeon>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif

@@ -2,7 +2,8 @@
 # Our CQ kernels beside ggml's (llama.cpp's tensor library) in one run, one thread: ggml's own
 # MUL_MAT benchmark (../shared/peers/ggml-matvec.sh, which builds it once into ~/.cache; never
 # linked, never copied) on its 4096 x 14336 Q2_K case for one token and for 512, then needle-bench's
-# BM_RuntimeCq on a CQ2 matrix of ours of that shape and on needle3's shapes; then
+# BM_RuntimeCq on a CQ2 matrix of ours of that shape and on needle3's shapes, exact and fast
+# (--activations int8); then
 # scripts/bench-backends.sh for needle3's prefill and decode tokens/s at depths 2, 8 and 20 beside
 # the rooflines. Prints markdown tables (docs/performance.md). Timing only: this is not a test.
 #
@@ -27,12 +28,12 @@ for line in open(sys.argv[1]):
     if m:
         ggml[int(m.group(1))] = float(m.group(2)) * 1e-6
 
-ours = {}  # (rows, cols, bits, n, avx2) -> seconds per run
+ours = {}  # (rows, cols, bits, n, kernel) -> seconds per run; kernel 0 portable, 1 exact AVX2, 2 fast AVX2
 for b in json.load(open(sys.argv[2]))["benchmarks"]:
     if b.get("error_occurred"):
         continue
     args = dict(re.findall(r"(\w+):(\d+)", b["name"]))
-    key = tuple(int(args[k]) for k in ("rows", "cols", "bits", "n", "avx2"))
+    key = tuple(int(args[k]) for k in ("rows", "cols", "bits", "n", "kernel"))
     ours[key] = b["real_time"] * {"us": 1e-6, "ms": 1e-3, "ns": 1e-9}[b["time_unit"]]
 
 def rate(seconds, rows, cols, n):
@@ -41,22 +42,26 @@ def rate(seconds, rows, cols, n):
         return "—"
     return f"{rows * cols / seconds / 1e9:.1f} G weights/s" if n == 1 else f"{2 * rows * cols * n / seconds / 1e9:.1f} GFLOPS"
 
-print("| shape (rows x cols x tokens) | ggml Q2_K | ours CQ2 exact, AVX2 | ours CQ2 exact, portable | ours fast | exact AVX2 / ggml |")
-print("|---|---|---|---|---|---|")
+def ratio(g, a):
+    return f"{g / a:.2f}x" if g and a else "—"
+
+print("| shape (rows x cols x tokens) | ggml Q2_K | ours CQ2 exact, AVX2 | ours CQ2 exact, portable | ours CQ2 fast, AVX2 | exact / ggml | fast / ggml |")
+print("|---|---|---|---|---|---|---|")
 for n in (1, 512):
-    g, a, p = ggml.get(n), ours.get((4096, 14336, 2, n, 1)), ours.get((4096, 14336, 2, n, 0))
-    ratio = f"{g / a:.2f}x" if g and a else "—"
+    g = ggml.get(n)
+    p, a, f = (ours.get((4096, 14336, 2, n, k)) for k in (0, 1, 2))
     print(f"| 4096 x 14336 x {n} | {rate(g, 4096, 14336, n)} | {rate(a, 4096, 14336, n)} | "
-          f"{rate(p, 4096, 14336, n)} | — (not built yet) | {ratio} |")
+          f"{rate(p, 4096, 14336, n)} | {rate(f, 4096, 14336, n)} | {ratio(g, a)} | {ratio(g, f)} |")
 print()
 print("needle3's shapes, ours alone:")
 print()
-print("| shape (rows x cols x tokens, bits) | exact AVX2 | exact portable | time AVX2 |")
-print("|---|---|---|---|")
+print("| shape (rows x cols x tokens, bits) | exact AVX2 | exact portable | fast AVX2 | time exact AVX2 | time fast AVX2 |")
+print("|---|---|---|---|---|---|")
+micro = lambda t: f"{t * 1e6:.0f} µs" if t else "—"
 for rows, cols, bits, n in sorted({k[:4] for k in ours if k[:2] != (4096, 14336)}):
-    a, p = ours.get((rows, cols, bits, n, 1)), ours.get((rows, cols, bits, n, 0))
+    p, a, f = (ours.get((rows, cols, bits, n, k)) for k in (0, 1, 2))
     print(f"| {rows} x {cols} x {n}, CQ{bits} | {rate(a, rows, cols, n)} | {rate(p, rows, cols, n)} | "
-          f"{a * 1e6:.0f} µs |" if a else f"| {rows} x {cols} x {n}, CQ{bits} | — | {rate(p, rows, cols, n)} | — |")
+          f"{rate(f, rows, cols, n)} | {micro(a)} | {micro(f)} |")
 EOF
 echo
 bash scripts/bench-backends.sh | sed -n '/^read bandwidth/,$p'

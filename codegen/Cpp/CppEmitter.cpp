@@ -257,7 +257,8 @@ std::string Printer::source(const std::string &headerName) {
   // link into one program without clashing over kernel definitions.
   // Its standard headers come first, so their include guards keep them out of the namespace.
   source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
-            "#if defined(__x86_64__) && defined(__GNUC__)\n#include <immintrin.h>\n#endif\n\n";
+            "#if defined(__x86_64__) && defined(__GNUC__)\n#include <immintrin.h>\n#endif\n"
+            "#if defined(__aarch64__) && defined(__ARM_NEON)\n#include <arm_neon.h>\n#endif\n\n";
   source += fmt::format("namespace {}_runtime {{\n", name_);
   source += kRuntimeSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);

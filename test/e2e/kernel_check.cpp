@@ -168,6 +168,8 @@ int main() {
     }
 #if defined(__AVX2__)
   const char *path = "AVX2";
+#elif NEEDLE_RT_NEON_KERNELS
+  const char *path = "NEON"; // the fast mode's kernels; the others are portable C++
 #else
   const char *path = "portable";
 #endif
