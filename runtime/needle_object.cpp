@@ -230,6 +230,10 @@ NEEDLE_KERNEL(scale)
 NEEDLE_KERNEL(sigmoid_gate)
 NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
+#if NEEDLE_RT_WASM_KERNELS
+NEEDLE_KERNEL(cqlut_matmul_simd128)
+NEEDLE_KERNEL(cqlut_matvec_simd128)
+#endif
 #if NEEDLE_RT_X86_KERNELS
 NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqlut_matvec_avx2)

@@ -4,7 +4,8 @@
 //
 // This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
 // self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring> (and, on x86-64 with
-// GCC or Clang, <immintrin.h> for the AVX2 kernels; on aarch64, <arm_neon.h>); everything inline in namespace
+// GCC or Clang, <immintrin.h> for the AVX2 kernels; on aarch64, <arm_neon.h>; on wasm with
+// Clang, <wasm_simd128.h>); everything inline in namespace
 // needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's
 // memory. Sizes and positions are int64_t; "floats" below counts float elements. Where a kernel keeps state across
 // tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it (the
@@ -27,6 +28,10 @@
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #define NEEDLE_RT_NEON_KERNELS 1
+#endif
+#if defined(__wasm__) && defined(__clang__)
+#include <wasm_simd128.h>
+#define NEEDLE_RT_WASM_KERNELS 1
 #endif
 
 namespace needle_rt {
@@ -551,6 +556,80 @@ struct CqLutNeon {
 };
 #endif
 
+#if NEEDLE_RT_WASM_KERNELS
+// The fast mode's kernels with wasm simd128. Their own target attribute lets the runtime compile
+// for wasm32 without -msimd128: the object backend calls them only when the target has simd128
+// (codegen/Object), and C++ compiled with -msimd128 reaches them through the #if in cqlut_matmul.
+#define NEEDLE_RT_SIMD128 __attribute__((target("simd128")))
+
+/// CqLutNeon's sums with simd128: per 16 bytes of a chunk, two 16-entry lookups (i8x16.swizzle),
+/// widened to 16 bits and added per row; per group, the sums to float times scale × norm (the
+/// norms converted one by one: simd128 has no fp16).
+struct CqLutSimd128 {
+  template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
+    return cqlut_group_table(codebook, kBits, x, table);
+  }
+  template <int kBits, int kTokens>
+  NEEDLE_RT_SIMD128 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                     const CqLutTables<kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                     float (*out)[CqLut16::tile]) {
+    constexpr int kChunks = 8 * kBits;
+    const v128_t nibble = wasm_u8x16_splat(15);
+    v128_t sums[kTokens][4];
+    for (int j = 0; j < kTokens; ++j)
+      for (int i = 0; i < 4; ++i)
+        sums[j][i] = wasm_f32x4_splat(0.0f);
+    for (int64_t g = 0; g < count; ++g, tile += 32 * kChunks) {
+      v128_t acc[kTokens][2]; // rows 0..7, 8..15, as 16-bit sums
+      for (int j = 0; j < kTokens; ++j)
+        acc[j][0] = acc[j][1] = wasm_i16x8_splat(0);
+      for (int q = 0; q < kChunks; ++q)
+        for (int h = 0; h < 2; ++h) {
+          const v128_t codes = wasm_v128_load(tile + 32 * q + 16 * h);
+          const v128_t low = wasm_v128_and(codes, nibble), high = wasm_u8x16_shr(codes, 4);
+          for (int j = 0; j < kTokens; ++j) {
+            const int8_t *t = tables[j][g] + 64 * q + 16 * h; // unit 4q + h; 4q + 2 + h 32 bytes on
+            const v128_t r1 = wasm_i8x16_swizzle(wasm_v128_load(t), low);
+            const v128_t r2 = wasm_i8x16_swizzle(wasm_v128_load(t + 32), high);
+            acc[j][0] = wasm_i16x8_add(
+                acc[j][0], wasm_i16x8_add(wasm_i16x8_extend_low_i8x16(r1), wasm_i16x8_extend_low_i8x16(r2)));
+            acc[j][1] = wasm_i16x8_add(
+                acc[j][1], wasm_i16x8_add(wasm_i16x8_extend_high_i8x16(r1), wasm_i16x8_extend_high_i8x16(r2)));
+          }
+        }
+      v128_t n[4];
+      for (int i = 0; i < 4; ++i) {
+        const uint16_t *h = norms + 16 * g + 4 * i;
+        n[i] = wasm_f32x4_make(half_to_float(h[0]), half_to_float(h[1]), half_to_float(h[2]), half_to_float(h[3]));
+      }
+      for (int j = 0; j < kTokens; ++j)
+        for (int i = 0; i < 4; ++i) { // rows 4i..4i+3
+          const v128_t part =
+              i % 2 ? wasm_i32x4_extend_high_i16x8(acc[j][i / 2]) : wasm_i32x4_extend_low_i16x8(acc[j][i / 2]);
+          const v128_t weight = wasm_f32x4_mul(n[i], wasm_f32x4_splat(scale[j][g]));
+          sums[j][i] = wasm_f32x4_add(sums[j][i], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(part), weight));
+        }
+    }
+    for (int j = 0; j < kTokens; ++j)
+      for (int i = 0; i < 4; ++i)
+        wasm_v128_store(out[j] + 4 * i, sums[j][i]);
+  }
+};
+
+/// cqlut_matmul with simd128 (bits 2 or 4).
+NEEDLE_RT_SIMD128 inline void cqlut_matmul_simd128(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                   int64_t stride, int64_t n) {
+  cqlut_matmul_on<CqLutSimd128>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+}
+
+/// cqlut_matvec with simd128 (bits 2 or 4).
+NEEDLE_RT_SIMD128 inline void cqlut_matvec_simd128(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
+  cqlut_matmul_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
+}
+#endif
+
 /// The fast mode's needle.cq_matmul in plain C++ (cqlut_matmul_on CqLutPortable).
 inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                   int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
@@ -959,13 +1038,15 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 }
 
 /// The fast mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout:
-/// AVX2 where the compiler targets it, NEON on aarch64, else cqlut_matmul_portable.
+/// AVX2 or simd128 where the compiler targets it, NEON on aarch64, else cqlut_matmul_portable.
 inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                          int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_NEON_KERNELS
   cqlut_matmul_on<CqLutNeon>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_WASM_KERNELS && defined(__wasm_simd128__)
+  cqlut_matmul_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif

@@ -280,6 +280,12 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
+/// Whether the runtime's simd128 kernels (needle_rt::cqlut_matvec_simd128 and its batched twin)
+/// can run on the target (wasm32 has simd128 by default, docs/targets.md).
+bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
+  return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
+}
+
 } // namespace
 
 std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
@@ -290,12 +296,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
-  const bool avx2 = options.kernels == KernelChoice::Native && hasAvx2Kernels(target, *machine);
-  if (options.activations == Activations::Int8 && avx2)
-    useCqLut16Layout(program, "cqlut_matvec_avx2", "cqlut_matmul_avx2");
-  else if (options.activations == Activations::Int8) // the fast mode means the same sums everywhere
-    useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
-  else if (avx2)
+  const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
+  if (options.activations == Activations::Int8) { // the same sums on every target, fast or not
+    const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
+    useCqLut16Layout(program, "cqlut_matvec" + suffix, "cqlut_matmul" + suffix);
+  } else if (avx2)
     useCqX8Layout(program, "cqx8_matvec_avx2", "cqx8_matmul_avx2");
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {

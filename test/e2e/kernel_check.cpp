@@ -170,6 +170,8 @@ int main() {
   const char *path = "AVX2";
 #elif NEEDLE_RT_NEON_KERNELS
   const char *path = "NEON"; // the fast mode's kernels; the others are portable C++
+#elif NEEDLE_RT_WASM_KERNELS && defined(__wasm_simd128__)
+  const char *path = "simd128"; // the same
 #else
   const char *path = "portable";
 #endif
