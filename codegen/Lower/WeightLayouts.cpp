@@ -148,11 +148,21 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
 
 namespace {
 
-/// Re-lays every CQ2 and CQ4 matvec's weights by `layout` and renames the calls: `matvec` for
-/// one token's (cq_matvec), `matmul` for a batch's (cq_matmul).
-void useCq24Layout(KernelProgram &program, const CqRelayout &layout, const std::string &matvec,
+using PackedLayout = std::vector<uint8_t> (*)(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
+using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows, int64_t groups);
+
+/// Re-lays every CQ2 and CQ4 matvec's packed indices by `packed` and norms by `norms`, and
+/// renames the calls: `matvec` for one token's (cq_matvec), `matmul` for a batch's (cq_matmul).
+void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norms, const std::string &matvec,
                    const std::string &matmul) {
   auto fits = [](const KernelCall &call) { return call.args[3].value == 2 || call.args[3].value == 4; };
+  CqRelayout layout;
+  layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
+    return packed(bytes, call.args[4].value, cqGroups(call), static_cast<int>(call.args[3].value));
+  };
+  layout.norms = [norms](const KernelCall &call, const uint8_t *bytes) {
+    return norms(bytes, call.args[4].value, cqGroups(call));
+  };
   relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {
     if (isCqMatvec(call) && fits(call))
@@ -160,30 +170,14 @@ void useCq24Layout(KernelProgram &program, const CqRelayout &layout, const std::
   });
 }
 
-int bitsOf(const KernelCall &call) { return static_cast<int>(call.args[3].value); }
-
 } // namespace
 
 void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
-  CqRelayout layout;
-  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
-    return interleaveCqX8(packed, call.args[4].value, cqGroups(call), bitsOf(call));
-  };
-  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
-    return blockCqX8Norms(norms, call.args[4].value, cqGroups(call));
-  };
-  useCq24Layout(program, layout, matvec, matmul);
+  useCq24Layout(program, interleaveCqX8, blockCqX8Norms, matvec, matmul);
 }
 
 void useCqLut16Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
-  CqRelayout layout;
-  layout.packed = [](const KernelCall &call, const uint8_t *packed) {
-    return tileCqLut16(packed, call.args[4].value, cqGroups(call), bitsOf(call));
-  };
-  layout.norms = [](const KernelCall &call, const uint8_t *norms) {
-    return blockCqLut16Norms(norms, call.args[4].value, cqGroups(call));
-  };
-  useCq24Layout(program, layout, matvec, matmul);
+  useCq24Layout(program, tileCqLut16, blockCqLut16Norms, matvec, matmul);
 }
 
 } // namespace needle
