@@ -425,9 +425,10 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   return largest / 127.0f;
 }
 
-/// The tables of a block of groups for kTokens tokens (each group's, up to CQ4's 2 KB) and
-/// their scales, as a CqLut16 kernel's tile function reads them.
-template <int kTokens> using CqLutTables = int8_t[kTokens][CqLut16::block][16 * 128];
+/// The tables of a block of groups for kTokens tokens (a group's: 16 entries per unit, 1 KB for
+/// CQ2, 2 KB for CQ4; on the stack, 8 KB per token for CQ4) and their scales, as a CqLut16
+/// kernel's tile function reads them.
+template <int kBits, int kTokens> using CqLutTables = int8_t[kTokens][CqLut16::block][16 * 32 * kBits];
 template <int kTokens> using CqLutScales = float[kTokens][CqLut16::block];
 
 /// kTokens tokens' y (token j's j·stride floats after token 0's) on the fast mode's kernels
@@ -438,7 +439,7 @@ template <int kTokens> using CqLutScales = float[kTokens][CqLut16::block];
 template <typename Lut, int kBits, int kTokens>
 inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
                          int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  alignas(32) CqLutTables<kTokens> tables;
+  alignas(32) CqLutTables<kBits, kTokens> tables;
   CqLutScales<kTokens> scale;
   float out[kTokens][CqLut16::tile];
   const int64_t tiles = CqLut16::tiles(rows);
@@ -479,17 +480,21 @@ inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const 
     cqlut_tokens<Lut, 4, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
 }
 
-/// The fast mode's kernels in plain C++: a row's integer sum of looked-up entries per group,
-/// times the group's scale and the row's norm. (The padding rows of a last tile have zero codes
-/// and norms: their sums are computed and dropped.)
-struct CqLutPortable {
+/// The fast mode's tables in plain C++ (cqlut_group_table), for the kernels without their own.
+struct CqLutScalarTables {
   template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table(codebook, kBits, x, table);
   }
+};
+
+/// The fast mode's kernels in plain C++: a row's integer sum of looked-up entries per group,
+/// times the group's scale and the row's norm. (The padding rows of a last tile have zero codes
+/// and norms: their sums are computed and dropped.)
+struct CqLutPortable : CqLutScalarTables {
   /// out[j][r] = Σ_g scale[j][g] n[r,g] Σ_u tables[j][g][16u + code(r, u)] over a tile's `count`
   /// groups.
   template <int kBits, int kTokens>
-  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kTokens> &tables,
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kBits, kTokens> &tables,
                    const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
     for (int j = 0; j < kTokens; ++j)
       for (int64_t r = 0; r < CqLut16::tile; ++r) {
@@ -510,14 +515,11 @@ struct CqLutPortable {
 /// The fast mode's kernels with aarch64's NEON (every aarch64 CPU has it): CqLutPortable's sums,
 /// the tables built by cqlut_group_table. Per 16-byte half h of a 32-byte chunk (16 rows, units
 /// 4q + h in the low nibbles and 4q + 2 + h in the high ones): two 16-entry lookups (tbl), added
-/// in pairs into 16-bit sums per row (at most 8,128 in magnitude: no overflow); per group, the
-/// sums to float times scale × norm.
-struct CqLutNeon {
-  template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
-    return cqlut_group_table(codebook, kBits, x, table);
-  }
+/// in pairs into 16-bit sums per row (a row's whole group: at most 127·128 = 16,256 in magnitude,
+/// no overflow); per group, the sums to float times scale × norm.
+struct CqLutNeon : CqLutScalarTables {
   template <int kBits, int kTokens>
-  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kTokens> &tables,
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kBits, kTokens> &tables,
                    const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const uint8x16_t nibble = vdupq_n_u8(15);
@@ -563,15 +565,12 @@ struct CqLutNeon {
 #define NEEDLE_RT_SIMD128 __attribute__((target("simd128")))
 
 /// CqLutNeon's sums with simd128: per 16 bytes of a chunk, two 16-entry lookups (i8x16.swizzle),
-/// widened to 16 bits and added per row; per group, the sums to float times scale × norm (the
-/// norms converted one by one: simd128 has no fp16).
-struct CqLutSimd128 {
-  template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
-    return cqlut_group_table(codebook, kBits, x, table);
-  }
+/// widened to 16 bits and added per row (at most 16,256 in magnitude, as NEON's); per group, the sums to float times
+/// scale × norm (the norms converted one by one: simd128 has no fp16).
+struct CqLutSimd128 : CqLutScalarTables {
   template <int kBits, int kTokens>
   NEEDLE_RT_SIMD128 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                     const CqLutTables<kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                     const CqLutTables<kBits, kTokens> &tables, const CqLutScales<kTokens> &scale,
                                      float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const v128_t nibble = wasm_u8x16_splat(15);
@@ -679,21 +678,22 @@ template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_lookup(CqX8Tables t, __m2
   }
 }
 
-NEEDLE_RT_AVX2 inline __m256i cqx8_load(const uint8_t *words) {
+/// 32 bytes, unaligned.
+NEEDLE_RT_AVX2 inline __m256i load256(const uint8_t *words) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words));
 }
 
 /// Σ_i c[idx_i] x[i] over one group, as 8 partial sums: a chain of FMAs per vector of words.
 template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_group_avx2(const uint8_t *group, CqX8Tables t, const float *x) {
   constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps; // 8-column steps and columns per vector
-  __m256i w0 = cqx8_load(group);
+  __m256i w0 = load256(group);
   __m256 s0 = _mm256_setzero_ps();
   if constexpr (kBits == 2) {
     for (int m = 0; m < kSteps; ++m, w0 = _mm256_srli_epi32(w0, kBits))
       s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
     return s0;
   } else {
-    __m256i w1 = cqx8_load(group + 32);
+    __m256i w1 = load256(group + 32);
     __m256 s1 = _mm256_setzero_ps();
     for (int m = 0; m < kSteps; ++m) {
       s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
@@ -709,7 +709,7 @@ template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_group_avx2(const uint8_t 
 /// live), and the 4 norms converted at once.
 NEEDLE_RT_AVX2 inline __m256 cq2x8_block4_avx2(const uint8_t *row, const uint16_t *norms, CqX8Tables t,
                                                const float *x) {
-  __m256i w0 = cqx8_load(row), w1 = cqx8_load(row + 32), w2 = cqx8_load(row + 64), w3 = cqx8_load(row + 96);
+  __m256i w0 = load256(row), w1 = load256(row + 32), w2 = load256(row + 64), w3 = load256(row + 96);
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   for (int m = 0; m < 16; ++m) {
     s0 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
@@ -769,7 +769,7 @@ NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint
       __m256i words[kRows];
 #pragma GCC unroll 8
       for (int i = 0; i < kRows; ++i)
-        words[i] = cqx8_load(row + 16 * kBits * (count * i + g) + 32 * v);
+        words[i] = load256(row + 16 * kBits * (count * i + g) + 32 * v);
       for (int m = 0; m < kSteps; ++m) {
         __m256 w[kRows];
 #pragma GCC unroll 8
@@ -955,7 +955,7 @@ struct CqLutAvx2 {
   /// become floats scaled by the group's scale and norms.
   template <int kBits, int kTokens>
   NEEDLE_RT_AVX2 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                  const CqLutTables<kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                  const CqLutTables<kBits, kTokens> &tables, const CqLutScales<kTokens> &scale,
                                   float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi8(1);
@@ -969,14 +969,14 @@ struct CqLutAvx2 {
       for (int j = 0; j < kTokens; ++j)
         acc[j][0] = acc[j][1] = _mm256_setzero_si256();
       for (int q = 0; q < kChunks; ++q) {
-        const __m256i codes = cqx8_load(tile + 32 * q);
+        const __m256i codes = load256(tile + 32 * q);
         const __m256i low = _mm256_and_si256(codes, nibble),
                       high = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
 #pragma GCC unroll 4
         for (int j = 0; j < kTokens; ++j) {
           const int8_t *t = tables[j][g] + 64 * q;
-          const __m256i r1 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t)), low);
-          const __m256i r2 = _mm256_shuffle_epi8(cqx8_load(reinterpret_cast<const uint8_t *>(t + 32)), high);
+          const __m256i r1 = _mm256_shuffle_epi8(load256(reinterpret_cast<const uint8_t *>(t)), low);
+          const __m256i r2 = _mm256_shuffle_epi8(load256(reinterpret_cast<const uint8_t *>(t + 32)), high);
           acc[j][0] = _mm256_add_epi16(acc[j][0], _mm256_maddubs_epi16(ones, _mm256_unpacklo_epi8(r1, r2)));
           acc[j][1] = _mm256_add_epi16(acc[j][1], _mm256_maddubs_epi16(ones, _mm256_unpackhi_epi8(r1, r2)));
         }
@@ -987,10 +987,11 @@ struct CqLutAvx2 {
       for (int j = 0; j < kTokens; ++j) {
         const __m256 s = _mm256_set1_ps(scale[j][g]);
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) { // rows 8h..8h+7: the two 128-bit halves hold different units
-          const __m128i rows = _mm_add_epi16(_mm256_castsi256_si128(acc[j][h]), _mm256_extracti128_si256(acc[j][h], 1));
+        for (int half = 0; half < 2; ++half) { // rows 8·half..+7; its two 128-bit lanes hold two units
+          const __m128i rows =
+              _mm_add_epi16(_mm256_castsi256_si128(acc[j][half]), _mm256_extracti128_si256(acc[j][half], 1));
           const __m256 total = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(rows));
-          sums[j][h] = _mm256_fmadd_ps(total, _mm256_mul_ps(h ? n1 : n0, s), sums[j][h]);
+          sums[j][half] = _mm256_fmadd_ps(total, _mm256_mul_ps(half ? n1 : n0, s), sums[j][half]);
         }
       }
     }

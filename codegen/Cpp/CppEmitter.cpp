@@ -258,7 +258,8 @@ std::string Printer::source(const std::string &headerName) {
   // Its standard headers come first, so their include guards keep them out of the namespace.
   source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
             "#if defined(__x86_64__) && defined(__GNUC__)\n#include <immintrin.h>\n#endif\n"
-            "#if defined(__aarch64__) && defined(__ARM_NEON)\n#include <arm_neon.h>\n#endif\n\n";
+            "#if defined(__aarch64__) && defined(__ARM_NEON)\n#include <arm_neon.h>\n#endif\n"
+            "#if defined(__wasm__) && defined(__clang__)\n#include <wasm_simd128.h>\n#endif\n\n";
   source += fmt::format("namespace {}_runtime {{\n", name_);
   source += kRuntimeSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
@@ -289,7 +290,8 @@ std::string Printer::source(const std::string &headerName) {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
   // CQ2 and CQ4 matvecs read the CqX8 layout (the fast mode's: CqLut16), whatever the compiler
-  // targets: their kernels have AVX2 code behind an #if and a portable one otherwise.
+  // targets: their kernels pick SIMD code by #if (AVX2; the fast mode's also NEON and simd128)
+  // and plain C++ otherwise.
   if (activations == Activations::Int8)
     useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
   else

@@ -1,6 +1,7 @@
 #include "codegen/Lower/WeightLayouts.h"
 
 #include "Support/RoundUp.h"
+#include "runtime/needle_runtime.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,20 +12,16 @@ namespace needle {
 
 namespace {
 
-constexpr int64_t kGroup = 128;   // the CQ group size (spec/cq.md)
-constexpr int64_t kCqX8Block = 4; // groups per block of the CqX8 layout (needle_rt::CqX8)
+// The layouts' sizes and block order are the runtime's own (runtime/needle_runtime.h), so the
+// re-laying and the kernels that read it cannot disagree.
+constexpr int64_t kGroup = needle_rt::cq_group;
+constexpr int64_t kLutTile = needle_rt::CqLut16::tile;
+static_assert(needle_rt::CqX8::block == needle_rt::CqLut16::block, "one block order for both layouts");
 
-constexpr int64_t kLutTile = 16; // rows per tile of the CqLut16 layout (needle_rt::CqLut16)
-
-/// Where item i's group g goes when groups are cut into blocks of kCqX8Block and a block holds
-/// every one of `items` items' groups in it, item after item, counted in groups: rows in CqX8,
-/// tiles of rows in CqLut16.
+/// Where item i's group g goes, counted in groups: rows in CqX8, tiles of rows in CqLut16.
 int64_t blockOffset(int64_t items, int64_t groups, int64_t i, int64_t g) {
-  const int64_t first = g - g % kCqX8Block;
-  return first * items + i * std::min(kCqX8Block, groups - first) + g % kCqX8Block;
+  return needle_rt::cq_block_offset(items, groups, i, g, needle_rt::CqX8::block);
 }
-
-int64_t lutTiles(int64_t rows) { return roundUp(rows, kLutTile) / kLutTile; }
 
 /// Index i of a group packed little-endian within bytes at `bits` (2 or 4), as the file has it.
 unsigned fileIndex(const uint8_t *group, int bits, int64_t i) {
@@ -72,7 +69,7 @@ std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t 
 }
 
 std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
-  const int64_t groupBytes = 16 * bits, tiles = lutTiles(rows), unitColumns = 4 / bits;
+  const int64_t groupBytes = 16 * bits, tiles = needle_rt::CqLut16::tiles(rows), unitColumns = 4 / bits;
   std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
@@ -91,7 +88,7 @@ std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t gr
 }
 
 std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
-  const int64_t tiles = lutTiles(rows);
+  const int64_t tiles = needle_rt::CqLut16::tiles(rows);
   std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * 2), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)

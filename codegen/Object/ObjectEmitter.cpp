@@ -297,7 +297,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
-  if (options.activations == Activations::Int8) { // the same sums on every target, fast or not
+  if (options.activations == Activations::Int8) { // the same algorithm on every target, SIMD or not
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
     useCqLut16Layout(program, "cqlut_matvec" + suffix, "cqlut_matmul" + suffix);
   } else if (avx2)

@@ -251,7 +251,12 @@ void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKern
   Vec arena(static_cast<size_t>(n * stride), 1e30f);
   for (int64_t j = 0; j < n; ++j) {
     const Vec x = normals(what + " x" + std::to_string(j), cols);
-    needle_rt::hadamard(x.data(), cols, 128, arena.data() + j * stride);
+    float *xRot = arena.data() + j * stride;
+    needle_rt::hadamard(x.data(), cols, 128, xRot);
+    // Each group of each token at its own magnitude, token 0's second group zero: a kernel that
+    // used another group's or token's scale (the fast mode's) would fail.
+    for (int64_t i = 0; i < padded; ++i)
+      xRot[i] = j == 0 && i / 128 == 1 ? 0.0f : std::ldexp(xRot[i], static_cast<int>((i / 128 + j) % 5) - 2);
   }
   const Vec before = arena;
   float *x = arena.data(), *y = arena.data() + padded;

@@ -249,6 +249,9 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   EXPECT_EQ(calls[0].args[0].value, 0);
   const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
+  EXPECT_EQ(calls[0].args[1].value, 2048); // the CQ2 norms, 16 rows: re-laid in place too
+  const std::vector<uint8_t> cq2Norms = blockCqLut16Norms(before.data() + 2048, 16, 1);
+  EXPECT_TRUE(std::equal(cq2Norms.begin(), cq2Norms.end(), program.weights.begin() + 2048));
   const std::vector<uint8_t> cq4 = tileCqLut16(before.data() + 512, 17, 1, 4);
   ASSERT_GE(calls[1].args[0].value, 2200);
   EXPECT_TRUE(std::equal(cq4.begin(), cq4.end(), program.weights.begin() + calls[1].args[0].value));

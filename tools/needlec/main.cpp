@@ -368,8 +368,8 @@ int run(int argc, char **argv) {
        {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
        {"kernels", "K", "native (default: hand-written SIMD and Halide kernels for the target) or portable"},
        {"activations", "A",
-        "float (default: exact) or int8 (the fast mode: CQ2/CQ4 matvecs on int8 lookup tables of the inputs, "
-        "about 1% of a matvec's largest output off; docs/performance.md)"},
+        "float (default: exact) or int8 (the fast mode: CQ2/CQ4 matvecs on int8 lookup tables of their "
+        "inputs, the logits a few % off; docs/performance.md)"},
        {"batch", "N",
         "tokens a feed carries through the model at once, reading each weight once for all "
         "(default 16; 1 keeps the arena smallest)"},
