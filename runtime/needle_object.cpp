@@ -205,7 +205,6 @@ NEEDLE_KERNEL(cq_matmul)
 NEEDLE_KERNEL(cq_matvec)
 NEEDLE_KERNEL(cq_row)
 NEEDLE_KERNEL(cqlut_matmul)
-NEEDLE_KERNEL(cqlut_matvec)
 NEEDLE_KERNEL(engram_gate)
 NEEDLE_KERNEL(engram_gather)
 NEEDLE_KERNEL(engram_gather_f32)
@@ -232,13 +231,10 @@ NEEDLE_KERNEL(unpad_rows)
 NEEDLE_KERNEL(zc_norm)
 #if NEEDLE_RT_WASM_KERNELS
 NEEDLE_KERNEL(cqlut_matmul_simd128)
-NEEDLE_KERNEL(cqlut_matvec_simd128)
 #endif
 #if NEEDLE_RT_X86_KERNELS
 NEEDLE_KERNEL(cqlut_matmul_avx2)
-NEEDLE_KERNEL(cqlut_matvec_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)
-NEEDLE_KERNEL(cqx8_matvec_avx2)
 #endif
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;

@@ -245,7 +245,7 @@ inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t
 ///     span = 256/bits columns: column v·span + 8m + l of the group is at bits bits·m..+bits-1 of
 ///     word 8v + l. Shifted right by bits·m, a vector's words hold the indices of 8 consecutive
 ///     columns in their low bits: one shift and one table lookup decode 8 columns
-///     (cqx8_matvec_avx2).
+///     (cqx8_matmul_avx2).
 ///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
 ///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
 ///     inputs (per token) stay in L1. The norms follow the same order.
@@ -384,7 +384,7 @@ inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float 
 ///   - Rows go in tiles of 16 (the last tile padded with zero codes and norms). A tile's group is
 ///     8·bits chunks of 32 bytes; byte 16·h + r of chunk q holds row r's codes of units 4q + h
 ///     (low nibble) and 4q + 2 + h (high nibble): one 16-entry byte shuffle per 128-bit half looks
-///     up 16 rows' units at once (cqlut_matvec_avx2).
+///     up 16 rows' units at once (cqlut_matmul_avx2).
 ///   - The groups are cut into blocks of 4 as in CqX8, a block holding every tile's groups in it,
 ///     tile after tile; a tile's 16 fp16 norms per group follow the same order.
 struct CqLut16 {
@@ -449,11 +449,12 @@ inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const flo
       for (int64_t i = 0; i < count; ++i)
         scale[j][i] = Lut::template table<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
     for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t at = CqLut16::offset(tiles, groups, t, g0), live = rows - 16 * t < 16 ? rows - 16 * t : 16;
+      const int64_t first = CqLut16::tile * t, live = rows - first < CqLut16::tile ? rows - first : CqLut16::tile;
+      const int64_t at = CqLut16::offset(tiles, groups, t, g0);
       Lut::template tile<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at,
                                          count, tables, scale, out);
       for (int j = 0; j < kTokens; ++j) {
-        float *yt = y + j * stride + 16 * t;
+        float *yt = y + j * stride + first;
         for (int64_t r = 0; r < live; ++r)
           yt[r] = g0 == 0 ? out[j][r] : yt[r] + out[j][r];
       }
@@ -621,12 +622,6 @@ NEEDLE_RT_SIMD128 inline void cqlut_matmul_simd128(const uint8_t *packed, const 
                                                    int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutSimd128>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
-
-/// cqlut_matvec with simd128 (bits 2 or 4).
-NEEDLE_RT_SIMD128 inline void cqlut_matvec_simd128(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
-  cqlut_matmul_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
-}
 #endif
 
 /// The fast mode's needle.cq_matmul in plain C++ (cqlut_matmul_on CqLutPortable).
@@ -639,7 +634,7 @@ inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, 
 // AVX2 kernels on the CqX8 layout. Each function carries its own target attribute, so the
 // runtime compiles without -mavx2: the object backend calls them only for a CPU with AVX2, FMA and
 // F16C (codegen/Object), and C++ compiled for such a CPU reaches them through the #if in
-// cqx8_matvec. A group takes 16·bits bytes, so a block of `count` groups of row r starts
+// cqx8_matmul. A group takes 16·bits bytes, so a block of `count` groups of row r starts
 // 16·bits·count·r bytes into the block.
 #define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -800,7 +795,7 @@ inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
   return groups - g < CqX8::block ? groups - g : CqX8::block;
 }
 
-/// cqx8_matvec for kBits: block by block, every row's partial sum.
+/// cqx8_matmul_avx2 for one token and kBits: block by block, every row's partial sum.
 template <int kBits>
 NEEDLE_RT_AVX2 inline void cqx8_matvec_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                                  int64_t rows, int64_t cols, const float *x_rot, float *y) {
@@ -859,15 +854,6 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_bits_avx2(const uint8_t *packed, const ui
   }
   if (j < n)
     cqx8_tokens_avx2<kBits, 1>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
-}
-
-/// cqx8_matvec with AVX2, FMA and F16C (bits 2 or 4).
-NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                            int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
-  if (bits == 2)
-    cqx8_matvec_bits_avx2<2>(packed, norms, codebook, rows, cols, x_rot, y);
-  else
-    cqx8_matvec_bits_avx2<4>(packed, norms, codebook, rows, cols, x_rot, y);
 }
 
 /// cqx8_matmul with AVX2, FMA and F16C (bits 2 or 4).
@@ -1009,24 +995,7 @@ NEEDLE_RT_AVX2 inline void cqlut_matmul_avx2(const uint8_t *packed, const uint16
                                              int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutAvx2>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
-
-/// cqlut_matvec with AVX2, FMA and F16C (bits 2 or 4).
-NEEDLE_RT_AVX2 inline void cqlut_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y) {
-  cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
-}
 #endif
-
-/// needle.cq_matmul for one token on a CQ2 or CQ4 matrix in the CqX8 layout: AVX2 where the
-/// compiler targets it, else cq_matvec_in.
-inline void cqx8_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                        int64_t cols, const float *x_rot, float *y) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  cqx8_matvec_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y);
-#else
-  cq_matvec_in(CqX8{bits}, packed, norms, codebook, rows, cols, x_rot, y);
-#endif
-}
 
 /// needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqX8 layout.
 inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
@@ -1051,12 +1020,6 @@ inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const flo
 #else
   cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif
-}
-
-/// The fast mode's needle.cq_matmul for one token (cqlut_matmul).
-inline void cqlut_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                         int64_t cols, const float *x_rot, float *y) {
-  cqlut_matmul(packed, norms, codebook, bits, rows, cols, x_rot, y, 0, 1);
 }
 
 /// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =

@@ -293,9 +293,9 @@ CppModel emitCpp(KernelProgram program, const std::string &name, const std::stri
   // targets: their kernels pick SIMD code by #if (AVX2; the fast mode's also NEON and simd128)
   // and plain C++ otherwise.
   if (activations == Activations::Int8)
-    useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
+    useCqLut16Layout(program, "cqlut_matmul");
   else
-    useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
+    useCqX8Layout(program, "cqx8_matmul");
   return {header(name), Printer(program, name).source(headerName)};
 }
 

@@ -149,9 +149,9 @@ using PackedLayout = std::vector<uint8_t> (*)(const uint8_t *packed, int64_t row
 using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// Re-lays every CQ2 and CQ4 matvec's packed indices by `packed` and norms by `norms`, and
-/// renames the calls: `matvec` for one token's (cq_matvec), `matmul` for a batch's (cq_matmul).
-void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norms, const std::string &matvec,
-                   const std::string &matmul) {
+/// points the calls at `matmul`: a batch's (cq_matmul) as it is, one token's (cq_matvec) as a
+/// batch of one (stride 0, n 1), so each layout needs one kernel entry point per target.
+void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norms, const std::string &matmul) {
   auto fits = [](const KernelCall &call) { return call.args[3].value == 2 || call.args[3].value == 4; };
   CqRelayout layout;
   layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
@@ -162,19 +162,24 @@ void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norm
   };
   relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {
-    if (isCqMatvec(call) && fits(call))
-      call.kernel = call.kernel == "cq_matvec" ? matvec : matmul;
+    if (!isCqMatvec(call) || !fits(call))
+      return;
+    if (call.kernel == "cq_matvec") {
+      call.args.push_back(KernelArg::i64(0));
+      call.args.push_back(KernelArg::i64(1));
+    }
+    call.kernel = matmul;
   });
 }
 
 } // namespace
 
-void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
-  useCq24Layout(program, interleaveCqX8, blockCqX8Norms, matvec, matmul);
+void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
+  useCq24Layout(program, interleaveCqX8, blockCqX8Norms, matmul);
 }
 
-void useCqLut16Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul) {
-  useCq24Layout(program, tileCqLut16, blockCqLut16Norms, matvec, matmul);
+void useCqLut16Layout(KernelProgram &program, const std::string &matmul) {
+  useCq24Layout(program, tileCqLut16, blockCqLut16Norms, matmul);
 }
 
 } // namespace needle

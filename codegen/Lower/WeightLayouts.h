@@ -64,12 +64,12 @@ struct CqRelayout {
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout);
 
-/// Points every CQ2 and CQ4 matvec of `program` at the CqX8 layout and at the kernels that read
-/// it, `matvec` for one token (cq_matvec) and `matmul` for a batch (cq_matmul).
-void useCqX8Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul);
+/// Points every CQ2 and CQ4 matvec of `program` at the CqX8 layout and at `matmul`, the kernel
+/// that reads it (needle_rt::cqx8_matmul's signature); a one-token call becomes a batch of one.
+void useCqX8Layout(KernelProgram &program, const std::string &matmul);
 
 /// Points every CQ2 and CQ4 matvec of `program` at the CqLut16 layout (the fast mode,
-/// --activations int8) and at its kernels, `matvec` for one token and `matmul` for a batch.
-void useCqLut16Layout(KernelProgram &program, const std::string &matvec, const std::string &matmul);
+/// --activations int8) and at `matmul`, its kernel; a one-token call becomes a batch of one.
+void useCqLut16Layout(KernelProgram &program, const std::string &matmul);
 
 } // namespace needle

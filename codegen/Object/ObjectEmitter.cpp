@@ -273,14 +273,14 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
   return std::string(buffer.str());
 }
 
-/// Whether the runtime's AVX2 kernels (needle_rt::cqx8_matvec_avx2 and its batched twin) can run
+/// Whether the runtime's AVX2 kernels (needle_rt::cqx8_matmul_avx2 and cqlut_matmul_avx2) can run
 /// on the target's CPU.
 bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
-/// Whether the runtime's simd128 kernels (needle_rt::cqlut_matvec_simd128 and its batched twin)
+/// Whether the runtime's simd128 kernels (needle_rt::cqlut_matmul_simd128)
 /// can run on the target (wasm32 has simd128 by default, docs/targets.md).
 bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
@@ -299,9 +299,9 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
   if (options.activations == Activations::Int8) { // the same algorithm on every target, SIMD or not
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
-    useCqLut16Layout(program, "cqlut_matvec" + suffix, "cqlut_matmul" + suffix);
+    useCqLut16Layout(program, "cqlut_matmul" + suffix);
   } else if (avx2)
-    useCqX8Layout(program, "cqx8_matvec_avx2", "cqx8_matmul_avx2");
+    useCqX8Layout(program, "cqx8_matmul_avx2");
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

@@ -173,10 +173,18 @@ TEST(WeightLayouts, CqX8LayoutTakesCq2AndCq4MatvecsOnly) {
       {cqCall("cq_matvec", 0, 192, 2, 1), cqCall("cq_matmul", 64, 194, 4, 1), cqCall("cq_matvec", 128, 196, 3, 1)},
       256);
   const std::vector<uint8_t> before = program.weights;
-  useCqX8Layout(program, "cqx8_matvec", "cqx8_matmul");
-  EXPECT_EQ(program.step[0].calls[0].kernel, "cqx8_matvec");
-  EXPECT_EQ(program.step[0].calls[1].kernel, "cqx8_matmul");
-  EXPECT_EQ(program.step[0].calls[2].kernel, "cq_matvec");
+  useCqX8Layout(program, "cqx8_matmul");
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cqx8_matmul"); // one token: a batch of one, stride 0
+  ASSERT_EQ(calls[0].args.size(), 10u);
+  EXPECT_EQ(calls[0].args[8].kind, KernelArg::Kind::I64);
+  EXPECT_EQ(calls[0].args[8].value, 0);
+  EXPECT_EQ(calls[0].args[9].kind, KernelArg::Kind::I64);
+  EXPECT_EQ(calls[0].args[9].value, 1);
+  EXPECT_EQ(calls[1].kernel, "cqx8_matmul");
+  EXPECT_EQ(calls[1].args.size(), 8u); // a batch keeps its arguments
+  EXPECT_EQ(calls[2].kernel, "cq_matvec");
+  EXPECT_EQ(calls[2].args.size(), 8u);
   const std::vector<uint8_t> cq2 = interleaveCqX8(before.data(), 1, 1, 2);
   const std::vector<uint8_t> cq4 = interleaveCqX8(before.data() + 64, 1, 1, 4);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
@@ -242,9 +250,12 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   // 2 tiles, more room than the file's, so it reads a copy appended to the weights.
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 2048, 2, 16), cqCall("cq_matmul", 512, 2080, 4, 17)}, 2200);
   const std::vector<uint8_t> before = program.weights;
-  useCqLut16Layout(program, "cqlut_matvec", "cqlut_matmul");
+  useCqLut16Layout(program, "cqlut_matmul");
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cqlut_matvec");
+  EXPECT_EQ(calls[0].kernel, "cqlut_matmul");
+  ASSERT_EQ(calls[0].args.size(), 10u); // one token: stride 0, n 1
+  EXPECT_EQ(calls[0].args[8].value, 0);
+  EXPECT_EQ(calls[0].args[9].value, 1);
   EXPECT_EQ(calls[1].kernel, "cqlut_matmul");
   EXPECT_EQ(calls[0].args[0].value, 0);
   const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
