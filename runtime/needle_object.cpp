@@ -233,6 +233,7 @@ NEEDLE_KERNEL(zc_norm)
 NEEDLE_KERNEL(cqlut_matmul_simd128)
 #endif
 #if NEEDLE_RT_X86_KERNELS
+NEEDLE_KERNEL(attention_avx2)
 NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)
 #endif

@@ -1312,11 +1312,14 @@ inline void causal_taps(const float *x, int64_t n, const float *taps, int64_t co
 ///   o_h = Σ_p softmax_p(q_h·k_p / sqrt(dqk)) v_p,   out [heads·dv] = concat_h o_h.
 /// Contract: capacity >= window for a local block, capacity >= max_seq_len for a global one;
 /// first is raised to t − capacity + 1 if needed so no overwritten slot is ever read. Positions
-/// 0, 1, 2, ... in order; the caches never need clearing. Scratch: scores [capacity] floats.
-/// out must not overlap q, k, v, the caches or scores.
+/// 0, 1, 2, ... in order; the caches never need clearing. Scratch: scores,
+/// attention_scratch_floats(capacity) floats. out must not overlap q, k, v, the caches or scores.
 struct AttentionSpan {
   int64_t first_slot, count; // the visible positions: count of them, from ring slot first_slot on
 };
+
+/// attention's scratch: the scores of two query heads (attention_avx2 takes heads in pairs).
+constexpr int64_t attention_scratch_floats(int64_t capacity) { return 2 * capacity; }
 
 /// attention's first half: stores k and v of position t in the rings; returns what t sees.
 inline AttentionSpan attention_store(const float *k, const float *v, int64_t k_width, int64_t v_width, int64_t window,
@@ -1378,12 +1381,192 @@ inline void attention_read(const float *q, int64_t heads, int64_t kv_heads, int6
   }
 }
 
+#if NEEDLE_RT_X86_KERNELS
+// attention_read with AVX2 and FMA, query heads in pairs (two heads of one kv head): each key or
+// value vector loaded feeds both heads, and 8 independent sums hide the FMA latency. The sums
+// run in the portable kernel's order (over d per score, over the positions per output), fused.
+
+/// The lanes of a vector below `live` (0..8): a mask for maskload / maskstore.
+NEEDLE_RT_AVX2 inline __m256i avx2_first_lanes(int64_t live) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/// acc[h][j] += b[h·b_stride] · vectors[j], for kHeads scalars and kVectors vectors.
+template <int kHeads, int kVectors>
+NEEDLE_RT_AVX2 inline void avx2_outer_fma(__m256 (&acc)[kHeads][kVectors], const __m256 (&vectors)[kVectors],
+                                          const float *b, int64_t b_stride) {
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h) {
+    const __m256 scalar = _mm256_set1_ps(b[h * b_stride]);
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      acc[h][j] = _mm256_fmadd_ps(scalar, vectors[j], acc[h][j]);
+  }
+}
+
+/// The scores of kHeads query heads (q: head after head, dqk each) for 8·kVectors consecutive
+/// slots (k: the first slot's key of dimension 0, dimension d capacity floats further on), into
+/// scores[h·stride + i]; kMasked: one vector, of the slots `live` selects only.
+template <int kHeads, int kVectors, bool kMasked = false>
+NEEDLE_RT_AVX2 inline void attention_score_block_avx2(const float *q, int64_t dqk, const float *k, int64_t capacity,
+                                                      float *scores, int64_t stride, __m256i live = __m256i()) {
+  static_assert(!kMasked || kVectors == 1, "a masked block is one vector");
+  __m256 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
+  for (int64_t d = 0; d < dqk; ++d) {
+    __m256 keys[kVectors];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      keys[j] = kMasked ? _mm256_maskload_ps(k + d * capacity, live) : _mm256_loadu_ps(k + d * capacity + 8 * j);
+    avx2_outer_fma(acc, keys, q + d, dqk);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h)
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j) {
+      if (kMasked)
+        _mm256_maskstore_ps(scores + h * stride, live, acc[h][j]);
+      else
+        _mm256_storeu_ps(scores + h * stride + 8 * j, acc[h][j]);
+    }
+}
+
+/// The scores of kHeads query heads for `slots` consecutive slots from k (as above).
+template <int kHeads>
+NEEDLE_RT_AVX2 inline void attention_scores_avx2(const float *q, int64_t dqk, const float *k, int64_t capacity,
+                                                 int64_t slots, float *scores, int64_t stride) {
+  int64_t i = 0;
+  for (; i + 32 <= slots; i += 32)
+    attention_score_block_avx2<kHeads, 4>(q, dqk, k + i, capacity, scores + i, stride);
+  for (; i + 8 <= slots; i += 8)
+    attention_score_block_avx2<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
+  if (i < slots)
+    attention_score_block_avx2<kHeads, 1, true>(q, dqk, k + i, capacity, scores + i, stride,
+                                                avx2_first_lanes(slots - i));
+}
+
+/// e^x for x <= 0, 8 at a time, within 2 ulp (Cephes' expf: x = n·ln 2 + r, |r| <= ln 2 / 2,
+/// e^r by a degree-7 polynomial, times 2^n); e^x below 2^-126 flushes to 0.
+NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // x second: a NaN stays NaN
+  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts, so r is exact
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  __m256 p = _mm256_set1_ps(kPoly[0]);
+  for (int c = 1; c < 6; ++c)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kPoly[c]));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+/// scores[0..count) ← e^(scores·scale − max), returns 1 / their sum (as attention_read's softmax,
+/// 8 at a time).
+NEEDLE_RT_AVX2 inline float attention_softmax_avx2(float *scores, int64_t count, float scale) {
+  const __m256 factor = _mm256_set1_ps(scale);
+  __m256 top = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    top = _mm256_max_ps(top, _mm256_loadu_ps(scores + i));
+  const __m256i tail = avx2_first_lanes(count - i);
+  if (i < count) // lanes past count stay -inf
+    top = _mm256_max_ps(top, _mm256_blendv_ps(top, _mm256_maskload_ps(scores + i, tail), _mm256_castsi256_ps(tail)));
+  __m128 half = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+  half = _mm_max_ps(half, _mm_movehl_ps(half, half));
+  half = _mm_max_ss(half, _mm_movehdup_ps(half));
+  const __m256 shift = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(half)), factor);
+  __m256 sum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= count; i += 8) {
+    const __m256 e = avx2_exp(_mm256_fmsub_ps(_mm256_loadu_ps(scores + i), factor, shift));
+    _mm256_storeu_ps(scores + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (i < count) {
+    const __m256 e = _mm256_and_ps(avx2_exp(_mm256_fmsub_ps(_mm256_maskload_ps(scores + i, tail), factor, shift)),
+                                   _mm256_castsi256_ps(tail));
+    _mm256_maskstore_ps(scores + i, tail, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  return 1.0f / avx2_lane_sum(sum);
+}
+
+/// out[h·dv + 8j + l] = Σ_i scores[h·count + i] · v[slot_i][8j + l] · inv_sum[h] for kHeads heads
+/// and 8·kVectors values (v: the kv head's first value of the block in slot 0; slots from
+/// first_slot on, wrapping at capacity).
+template <int kHeads, int kVectors>
+NEEDLE_RT_AVX2 inline void attention_value_block_avx2(const float *scores, int64_t count, const float *v,
+                                                      int64_t v_width, int64_t first_slot, int64_t capacity,
+                                                      const float *inv_sum, int64_t dv, float *out) {
+  __m256 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
+  for (int64_t i = 0, slot = first_slot; i < count; ++i, slot = slot + 1 == capacity ? 0 : slot + 1) {
+    __m256 values[kVectors];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      values[j] = _mm256_loadu_ps(v + slot * v_width + 8 * j);
+    avx2_outer_fma(acc, values, scores + i, count);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h)
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      _mm256_storeu_ps(out + h * dv + 8 * j, _mm256_mul_ps(acc[h][j], _mm256_set1_ps(inv_sum[h])));
+}
+
+/// attention_read for kHeads query heads of one kv head (q and out at the first head's; k and
+/// v at the kv head's keys and values). dv is a multiple of 8.
+template <int kHeads>
+NEEDLE_RT_AVX2 inline void attention_heads_avx2(const float *q, int64_t dqk, int64_t dv, int64_t v_width,
+                                                int64_t capacity, AttentionSpan span, const float *k, const float *v,
+                                                float *scores, float *out) {
+  const int64_t count = span.count, head = span.first_slot + count <= capacity ? count : capacity - span.first_slot;
+  attention_scores_avx2<kHeads>(q, dqk, k + span.first_slot, capacity, head, scores, count);
+  attention_scores_avx2<kHeads>(q, dqk, k, capacity, count - head, scores + head, count);
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
+  float inv_sum[kHeads];
+  for (int h = 0; h < kHeads; ++h)
+    inv_sum[h] = attention_softmax_avx2(scores + h * count, count, inv_sqrt);
+  int64_t e = 0;
+  for (; e + 32 <= dv; e += 32)
+    attention_value_block_avx2<kHeads, 4>(scores, count, v + e, v_width, span.first_slot, capacity, inv_sum, dv,
+                                          out + e);
+  for (; e < dv; e += 8)
+    attention_value_block_avx2<kHeads, 1>(scores, count, v + e, v_width, span.first_slot, capacity, inv_sum, dv,
+                                          out + e);
+}
+
+/// attention with AVX2 and FMA where dv is a multiple of 8 (else attention_read). Scratch:
+/// attention_scratch_floats(capacity).
+NEEDLE_RT_AVX2 inline void attention_avx2(const float *q, const float *k, const float *v, int64_t heads,
+                                          int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window, int64_t capacity,
+                                          int64_t t, float *k_cache, float *v_cache, float *scores, float *out) {
+  const int64_t v_width = kv_heads * dv, group = heads / kv_heads;
+  const AttentionSpan span = attention_store(k, v, kv_heads * dqk, v_width, window, capacity, t, k_cache, v_cache);
+  if (dv % 8 != 0)
+    return attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
+  for (int64_t h = 0; h < heads;) {
+    const int64_t kv = h / group;
+    const float *keys = k_cache + kv * dqk * capacity, *values = v_cache + kv * dv;
+    const bool pair = h + 1 < (kv + 1) * group; // h + 1 reads the same kv head
+    if (pair)
+      attention_heads_avx2<2>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
+    else
+      attention_heads_avx2<1>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
+    h += pair ? 2 : 1;
+  }
+}
+#endif
+
 inline void attention(const float *q, const float *k, const float *v, int64_t heads, int64_t kv_heads, int64_t dqk,
                       int64_t dv, int64_t window, int64_t capacity, int64_t t, float *k_cache, float *v_cache,
                       float *scores, float *out) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  attention_avx2(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
+#else
   const AttentionSpan span =
       attention_store(k, v, kv_heads * dqk, kv_heads * dv, window, capacity, t, k_cache, v_cache);
   attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

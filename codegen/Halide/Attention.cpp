@@ -30,7 +30,7 @@ void HalideKernelSet::addAttention(const AttentionShape &shape, const std::strin
   acc(e) += weight(p) * select(e == dv, 1.0f, values(min(e, dv - 1), kv, slot(p)));
   out(e) = acc(e) * (1.0f / acc(dv));
 
-  // The scores are the pipeline's first output, in the caller's scratch (capacity floats): a
+  // The scores are the pipeline's first output, in the caller's scratch (count <= capacity floats): a
   // vector of consecutive slots at a time, over d in order (the keys are stored transposed, so
   // each d is one contiguous vector load). Then per position its
   // exponential once, and the sums a vector of e at a time.

@@ -2,6 +2,7 @@
 //   - memory bandwidth of this machine: the roofline every decode is held against;
 //   - reference-interpreter decode at depths 2, 8 and 20 of the needle3 preset, with the bytes a
 //     compiled model must stream per token and the tokens/s that bandwidth would allow;
+//   - the runtime's CQ and attention kernels, portable and AVX2;
 //   - CQ quantization throughput, and compile time (import + pipeline, slicing + writing).
 // Timing lives here, never in pass/fail tests. Run: build/test/bench/needle-bench
 #include "Import/Importer.h"
@@ -153,6 +154,36 @@ void BM_RuntimeCq(benchmark::State &state) {
   state.counters["GFLOPS"] = benchmark::Counter(iterations * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
 }
 
+/// needle.attention of needle3's shape (12 query heads on 2 kv heads, dqk 48, dv 64) at position
+/// t = count - 1 of a global ring (capacity 8192), so each call reads `count` positions, by
+/// `kernel`: 0 the portable kernel, 1 the AVX2 one. Reports the positions read per second.
+void BM_RuntimeAttention(benchmark::State &state) {
+  const int64_t heads = 12, kvHeads = 2, dqk = 48, dv = 64, capacity = 8192, count = state.range(0);
+#if NEEDLE_RT_X86_KERNELS
+  if (state.range(1) == 1 &&
+      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
+  const auto kernel = state.range(1) == 1 ? needle_rt::attention_avx2 : needle_rt::attention;
+#else
+  if (state.range(1) == 1)
+    return state.SkipWithError("the AVX2 kernels are x86-64's");
+  const auto kernel = needle_rt::attention;
+#endif
+  std::vector<float> kCache = randomNormals(4, "k", capacity * kvHeads * dqk, 1.0);
+  std::vector<float> vCache = randomNormals(5, "v", capacity * kvHeads * dv, 1.0);
+  const std::vector<float> q = randomNormals(6, "q", heads * dqk, 1.0), k = randomNormals(7, "k1", kvHeads * dqk, 1.0),
+                           v = randomNormals(8, "v1", kvHeads * dv, 1.0);
+  std::vector<float> scores(needle_rt::attention_scratch_floats(capacity)), out(heads * dv);
+  for (auto _ : state) {
+    kernel(q.data(), k.data(), v.data(), heads, kvHeads, dqk, dv, 0, capacity, count - 1, kCache.data(), vCache.data(),
+           scores.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["positions/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * count, benchmark::Counter::kIsRate);
+}
+
 void BM_QuantizeCq2(benchmark::State &state) {
   const int64_t rows = 768, cols = 768;
   const std::vector<float> w = randomNormals(1, "bench", rows * cols, 0.02);
@@ -206,6 +237,13 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({8192, 768, 4, 1, 2})
     ->Args({8192, 768, 4, 16, 1})
     ->Args({8192, 768, 4, 16, 2})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RuntimeAttention)
+    ->ArgNames({"count", "kernel"})
+    ->Args({160, 0}) // bench-backends.sh's decode: positions 128 to 191
+    ->Args({160, 1})
+    ->Args({2000, 0}) // ... and its long context
+    ->Args({2000, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -587,12 +588,20 @@ TEST(Runtime, CausalTapsCount1And2) {
 
 // ---- Attention ----
 
-void checkAttention(int64_t heads, int64_t kvHeads, int64_t window, int64_t capacity, int64_t positions,
+using AttentionKernel = decltype(&needle_rt::attention);
+
+struct AttentionShape {
+  int64_t heads, kvHeads, dqk, dv;
+};
+
+void checkAttention(AttentionKernel kernel, AttentionShape shape, int64_t window, int64_t capacity, int64_t positions,
                     double qkScale = 2.0) {
-  const int64_t dqk = 8, dv = 6;
+  const auto [heads, kvHeads, dqk, dv] = shape;
   const std::string tag = "attention heads=" + std::to_string(heads) + "/" + std::to_string(kvHeads) +
+                          " dqk=" + std::to_string(dqk) + " dv=" + std::to_string(dv) +
                           " window=" + std::to_string(window) + " capacity=" + std::to_string(capacity);
-  Vec kCache(capacity * kvHeads * dqk, 1e30f), vCache(capacity * kvHeads * dv, 1e30f), scores(capacity);
+  Vec kCache(capacity * kvHeads * dqk, 1e30f), vCache(capacity * kvHeads * dv, 1e30f);
+  Vec scores(needle_rt::attention_scratch_floats(capacity));
   std::vector<Vec> keys, values;
   for (int64_t t = 0; t < positions; ++t) {
     const std::string at = tag + " t=" + std::to_string(t);
@@ -601,18 +610,74 @@ void checkAttention(int64_t heads, int64_t kvHeads, int64_t window, int64_t capa
     values.push_back(normals(at + " v", kvHeads * dv));
     const Vec want = ref::attend(q, keys, values, ref::firstVisible(window, t), t, heads, kvHeads);
     Vec got(heads * dv);
-    needle_rt::attention(q.data(), keys.back().data(), values.back().data(), heads, kvHeads, dqk, dv, window, capacity,
-                         t, kCache.data(), vCache.data(), scores.data(), got.data());
+    kernel(q.data(), keys.back().data(), values.back().data(), heads, kvHeads, dqk, dv, window, capacity, t,
+           kCache.data(), vCache.data(), scores.data(), got.data());
     expectClose(got, want, 1e-5, at);
   }
 }
 
-TEST(Runtime, AttentionSlidingWindowOverARing) { checkAttention(4, 2, 8, 8, 20); }
-TEST(Runtime, AttentionRingLargerThanWindow) { checkAttention(4, 1, 5, 7, 20); }
-TEST(Runtime, AttentionGlobal) { checkAttention(6, 2, 0, 20, 20); }
-TEST(Runtime, AttentionOneHeadPerKvHead) { checkAttention(3, 3, 4, 4, 12); }
-// Scores of order ±1000: e^score overflows f32 unless the max is subtracted first.
-TEST(Runtime, AttentionExtremeScores) { checkAttention(4, 2, 6, 6, 12, 30.0); }
+/// The shapes both kernels must serve: rings that wrap, windows shorter than their rings, one
+/// kv head for all, one per query head, and extreme scores.
+void checkAttentionCases(AttentionKernel kernel) {
+  checkAttention(kernel, {4, 2, 8, 6}, 8, 8, 20);
+  checkAttention(kernel, {4, 1, 8, 6}, 5, 7, 20);
+  checkAttention(kernel, {6, 2, 8, 6}, 0, 20, 20);
+  checkAttention(kernel, {3, 3, 8, 6}, 4, 4, 12);
+  // Scores of order ±1000: e^score overflows f32 unless the max is subtracted first.
+  checkAttention(kernel, {4, 2, 8, 6}, 6, 6, 12, 30.0);
+}
+
+/// Shapes for the AVX2 kernel's blocks: dv a multiple of 8, spans of 32 slots and more, with
+/// tails of 8 and of single slots; query heads in pairs and odd groups (a pair and a single).
+void checkAttentionVectorCases(AttentionKernel kernel) {
+  checkAttention(kernel, {12, 2, 48, 64}, 45, 45, 100); // needle3's heads; a ring of 45 wraps
+  checkAttention(kernel, {3, 1, 16, 24}, 0, 80, 80);    // a group of 3; dv 24: single vectors
+  checkAttention(kernel, {2, 2, 8, 16}, 33, 40, 90);    // one head per kv head, window < ring
+}
+
+TEST(Runtime, AttentionPortable) {
+  checkAttentionCases(needle_rt::attention);
+  checkAttentionVectorCases(needle_rt::attention);
+}
+
+#if NEEDLE_RT_X86_KERNELS
+/// needle_rt::avx2_exp on 8 floats.
+NEEDLE_RT_AVX2 void avx2Exp(const float *x, float *out) {
+  _mm256_storeu_ps(out, needle_rt::avx2_exp(_mm256_loadu_ps(x)));
+}
+
+TEST(Runtime, Avx2ExpWithinTwoUlpOfStdExp) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // Every 1/1024 from -87 to 0.
+  for (int i = -87 * 1024; i <= 0; i += 8) {
+    float x[8], got[8];
+    for (int j = 0; j < 8; ++j)
+      x[j] = static_cast<float>(i + j > 0 ? 0 : i + j) / 1024.0f;
+    avx2Exp(x, got);
+    for (int j = 0; j < 8; ++j) {
+      const double want = std::exp(static_cast<double>(x[j]));
+      ASSERT_LE(std::abs(got[j] - want), 2.0 * std::numeric_limits<float>::epsilon() * want) << "x=" << x[j];
+    }
+  }
+  // The edges: e^0 is 1; e^-1000 and e^-inf flush to 0, not NaN or inf.
+  const float edges[8] = {0, -1000, -INFINITY, -87.3f, -88, -1, -0.5f, -2};
+  float got[8];
+  avx2Exp(edges, got);
+  EXPECT_EQ(got[0], 1.0f);
+  for (int j : {1, 2, 4}) {
+    EXPECT_GE(got[j], 0.0f) << edges[j];
+    EXPECT_LE(got[j], 1e-37f) << edges[j];
+  }
+}
+
+TEST(Runtime, AttentionAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  checkAttentionCases(needle_rt::attention_avx2); // dv 6: attention_read
+  checkAttentionVectorCases(needle_rt::attention_avx2);
+}
+#endif
 
 // ---- After attention ----
 

@@ -29,13 +29,13 @@ module attributes {needle.max_seq_len = 16 : i64} {
 // State: a local block's KV ring holds its window (8 positions), a global one max_seq_len (16).
 // Two query heads of 4 share one kv head: a position's key is 4 floats and its value 8 (48
 // bytes): 384 bytes at 64, then 768 at 448; state ends at 1216. The output %s (64 bytes) ends
-// at 1280. Scratch from 1280: %local (ops 0-2) +0; the local kernel's scores (8 floats, op 0)
-// +64; %o (1-2) +64, since the scores died at op 0; the global kernel's scores (16 floats,
-// op 1) +128. 1280 + 192 = 1472.
+// at 1280. Scratch from 1280: %local (ops 0-2) +0; the local kernel's scores (two heads' of 8
+// positions: 16 floats, op 0) +64; %o (1-2) +64, since the scores died at op 0; the global
+// kernel's scores (2 x 16 floats, op 1) +128. 1280 + 256 = 1536.
 // CHECK-LABEL: module attributes
-// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 1280 : i64, size = 1472 : i64, state_end = 1216 : i64}
-// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 1280>, needle.scratch = array<i64: 1344, 32>, needle.state = array<i64: 64, 384>, window = 8
-// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 1344>, needle.scratch = array<i64: 1408, 64>, needle.state = array<i64: 448, 768>, window = 0
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 1280 : i64, size = 1536 : i64, state_end = 1216 : i64}
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 1280>, needle.scratch = array<i64: 1344, 64>, needle.state = array<i64: 64, 384>, window = 8
+// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 1344>, needle.scratch = array<i64: 1408, 128>, needle.state = array<i64: 448, 768>, window = 0
 // CHECK-NEXT: needle.sigmoid_gate {{.*}}needle.buffers = array<i64: 1216>
 module attributes {needle.max_seq_len = 16 : i64} {
   func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
@@ -49,12 +49,12 @@ module attributes {needle.max_seq_len = 16 : i64} {
 // -----
 
 // The same module with max_seq_len 4 (needlec --max-seq 4): both rings shrink to 4 positions,
-// 192 bytes each (64..256, 256..448); the output 448..512; scratch %local +0, scores 16 bytes
-// +64, %o +64, scores +128, 144 bytes: 512 + 144 rounds up to 704.
+// 192 bytes each (64..256, 256..448); the output 448..512; scratch %local +0, scores 32 bytes
+// (2 x 4 floats) +64, %o +64, scores +128, 160 bytes: 512 + 160 rounds up to 704.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 512 : i64, size = 704 : i64, state_end = 448 : i64}
-// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 512>, needle.scratch = array<i64: 576, 16>, needle.state = array<i64: 64, 192>, window = 8
-// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 576>, needle.scratch = array<i64: 640, 16>, needle.state = array<i64: 256, 192>, window = 0
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 512>, needle.scratch = array<i64: 576, 32>, needle.state = array<i64: 64, 192>, window = 8
+// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 576>, needle.scratch = array<i64: 640, 32>, needle.state = array<i64: 256, 192>, window = 0
 module attributes {needle.max_seq_len = 4 : i64} {
   func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
     %local = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 8 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
