@@ -182,11 +182,7 @@ using HadamardKernel = int (*)(Buffer *in, Buffer *out);
 /// before it writes it).
 __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const float *in, int64_t n, int64_t group,
                                                     float *out) {
-  const int64_t padded = (n + group - 1) / group * group;
-  if (out != in)
-    std::memmove(out, in, static_cast<size_t>(n) * sizeof(float));
-  for (int64_t i = n; i < padded; ++i)
-    out[i] = 0.0f;
+  const int64_t padded = needle_rt::hadamard_pad(in, n, group, out);
   Dimension dim[] = {{0, static_cast<int32_t>(padded), 1, 0}};
   Buffer in_buffer = buffer(out, {2, 32, 1}, 1, dim), out_buffer = buffer(out, {2, 32, 1}, 1, dim);
   kernel(&in_buffer, &out_buffer);
@@ -234,6 +230,7 @@ NEEDLE_KERNEL(cqlut_matmul_simd128)
 #endif
 #if NEEDLE_RT_X86_KERNELS
 NEEDLE_KERNEL(attention_avx2)
+NEEDLE_KERNEL(hadamard_avx2)
 NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)
 #endif

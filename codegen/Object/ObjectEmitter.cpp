@@ -286,12 +286,13 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
   return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
 }
 
-/// Points every attention call at the runtime's AVX2 kernel (needle_rt::attention_avx2, the same
-/// arguments), which serves a CPU with AVX2 better than Halide's (docs/performance.md).
-void useAvx2Attention(KernelProgram &program) {
+/// Points every attention and Hadamard call at the runtime's AVX2 kernel (needle_rt::
+/// attention_avx2, hadamard_avx2: the same arguments), which serve a CPU with AVX2 better than
+/// Halide's (docs/performance.md).
+void useAvx2Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
-    if (call.kernel == "attention")
-      call.kernel = "attention_avx2";
+    if (call.kernel == "attention" || call.kernel == "hadamard")
+      call.kernel += "_avx2";
   });
 }
 
@@ -312,7 +313,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   } else if (avx2)
     useCqX8Layout(program, "cqx8_matmul_avx2");
   if (avx2)
-    useAvx2Attention(program);
+    useAvx2Kernels(program);
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

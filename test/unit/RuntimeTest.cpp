@@ -91,7 +91,9 @@ TEST(Runtime, FwhtIsBitIdenticalToCq) {
   }
 }
 
-TEST(Runtime, HadamardPadsThenRotatesEachGroup) {
+using HadamardKernel = decltype(&needle_rt::hadamard);
+
+void checkHadamard(HadamardKernel kernel, const std::string &name) {
   for (int64_t n : {128, 200, 384, 5}) {
     const Vec in = normals("hadamard" + std::to_string(n), n);
     const int64_t padded = cq::paddedCols(n);
@@ -100,14 +102,46 @@ TEST(Runtime, HadamardPadsThenRotatesEachGroup) {
     for (int64_t g = 0; g < padded; g += 128)
       cq::fwht(want.data() + g, 128);
     Vec got(padded, 7.0f); // garbage in the padding must be overwritten
-    needle_rt::hadamard(in.data(), n, 128, got.data());
-    expectBitEqual(got, want, "hadamard n=" + std::to_string(n));
+    kernel(in.data(), n, 128, got.data());
+    expectBitEqual(got, want, name + " n=" + std::to_string(n));
     Vec inPlace(in);
     inPlace.resize(padded, 7.0f);
-    needle_rt::hadamard(inPlace.data(), n, 128, inPlace.data());
-    expectBitEqual(inPlace, want, "hadamard in place n=" + std::to_string(n));
+    kernel(inPlace.data(), n, 128, inPlace.data());
+    expectBitEqual(inPlace, want, name + " in place n=" + std::to_string(n));
+  }
+  // Groups of 4 (under a vector) and 16: each rotated as cq::fwht does.
+  for (int64_t group : {4, 16}) {
+    const Vec in = normals("hadamard group" + std::to_string(group), 3 * group);
+    Vec want = in, got(in.size());
+    for (int64_t g = 0; g < 3 * group; g += group)
+      cq::fwht(want.data() + g, group);
+    kernel(in.data(), 3 * group, group, got.data());
+    expectBitEqual(got, want, name + " group=" + std::to_string(group));
   }
 }
+
+TEST(Runtime, HadamardPadsThenRotatesEachGroup) {
+  checkHadamard(needle_rt::hadamard, "hadamard");
+  checkHadamard(needle_rt::hadamard_portable, "hadamard_portable");
+}
+
+#if NEEDLE_RT_X86_KERNELS
+bool hasAvx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+TEST(Runtime, FwhtAvx2IsBitIdenticalToCq) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  for (int64_t n : {8, 16, 32, 128, 1024}) {
+    Vec x = normals("fwht avx2" + std::to_string(n), n), want = x;
+    needle_rt::fwht_avx2(x.data(), n);
+    cq::fwht(want.data(), n);
+    expectBitEqual(x, want, "fwht_avx2 n=" + std::to_string(n));
+  }
+  checkHadamard(needle_rt::hadamard_avx2, "hadamard_avx2");
+}
+#endif
 
 /// A CQ matrix made by the project's quantizer.
 struct CqMatrix {
@@ -309,10 +343,6 @@ TEST(Runtime, CqX8MatmulPortable) {
 TEST(Runtime, CqLut16MatmulPortable) { checkCq24Matmul(needle_rt::cqlut_matmul, CqLayout::CqLut16, "cqlut_matmul"); }
 
 #if NEEDLE_RT_X86_KERNELS
-bool hasAvx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
-
 TEST(Runtime, CqX8MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
