@@ -1438,8 +1438,9 @@ inline void attention_read(const float *q, int64_t heads, int64_t kv_heads, int6
 
 #if NEEDLE_RT_X86_KERNELS
 // attention_read with AVX2 and FMA, query heads in pairs (two heads of one kv head): each key or
-// value vector loaded feeds both heads, and 8 independent sums hide the FMA latency. The sums
-// run in the portable kernel's order (over d per score, over the positions per output), fused.
+// value vector loaded feeds both heads, and 8 independent sums hide the FMA latency. The scores
+// and the weighted values are summed in the portable kernel's order (over d per score, over the
+// positions per output), fused; the softmax's normalizer is summed 8 lanes at a time.
 
 /// The lanes of a vector below `live` (0..8): a mask for maskload / maskstore.
 NEEDLE_RT_AVX2 inline __m256i avx2_first_lanes(int64_t live) {
@@ -1499,8 +1500,9 @@ NEEDLE_RT_AVX2 inline void attention_scores_avx2(const float *q, int64_t dqk, co
                                                 avx2_first_lanes(slots - i));
 }
 
-/// e^x for x <= 0, 8 at a time, within 2 ulp (Cephes' expf: x = n·ln 2 + r, |r| <= ln 2 / 2,
-/// e^r by a degree-7 polynomial, times 2^n); e^x below 2^-126 flushes to 0.
+/// e^x for x <= 0, 8 at a time, within 2^-22 relative (Cephes' expf: x = n·ln 2 + r,
+/// |r| <= ln 2 / 2, e^r by a degree-7 polynomial, times 2^n); x below -87.3 (and -inf) gives
+/// e^-87.3, about 1.2e-38, which no sum of softmax weights notices.
 NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // x second: a NaN stays NaN
   const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));

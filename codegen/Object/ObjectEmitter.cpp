@@ -286,12 +286,15 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
   return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
 }
 
-/// Points every attention and Hadamard call at the runtime's AVX2 kernel (needle_rt::
-/// attention_avx2, hadamard_avx2: the same arguments), which serve a CPU with AVX2 better than
-/// Halide's (docs/performance.md).
+/// Points the attention calls whose dv fills whole vectors, and the Hadamard calls whose group
+/// does, at the runtime's AVX2 kernels (needle_rt::attention_avx2, hadamard_avx2: the same
+/// arguments), which serve a CPU with AVX2 better than Halide's (docs/performance.md); the
+/// others stay with Halide.
 void useAvx2Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
-    if (call.kernel == "attention" || call.kernel == "hadamard")
+    const bool attention = call.kernel == "attention" && call.args[6].value % 8 == 0; // (q, k, v, heads, kv, dqk, dv
+    const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0;   // (in, n, group, out)
+    if (attention || hadamard)
       call.kernel += "_avx2";
   });
 }

@@ -625,7 +625,7 @@ struct AttentionShape {
 };
 
 void checkAttention(AttentionKernel kernel, AttentionShape shape, int64_t window, int64_t capacity, int64_t positions,
-                    double qkScale = 2.0) {
+                    double qkScale = 2.0, double tolerance = 1e-5) {
   const auto [heads, kvHeads, dqk, dv] = shape;
   const std::string tag = "attention heads=" + std::to_string(heads) + "/" + std::to_string(kvHeads) +
                           " dqk=" + std::to_string(dqk) + " dv=" + std::to_string(dv) +
@@ -642,7 +642,7 @@ void checkAttention(AttentionKernel kernel, AttentionShape shape, int64_t window
     Vec got(heads * dv);
     kernel(q.data(), keys.back().data(), values.back().data(), heads, kvHeads, dqk, dv, window, capacity, t,
            kCache.data(), vCache.data(), scores.data(), got.data());
-    expectClose(got, want, 1e-5, at);
+    expectClose(got, want, tolerance, at);
   }
 }
 
@@ -663,6 +663,11 @@ void checkAttentionVectorCases(AttentionKernel kernel) {
   checkAttention(kernel, {12, 2, 48, 64}, 45, 45, 100); // needle3's heads; a ring of 45 wraps
   checkAttention(kernel, {3, 1, 16, 24}, 0, 80, 80);    // a group of 3; dv 24: single vectors
   checkAttention(kernel, {2, 2, 8, 16}, 33, 40, 90);    // one head per kv head, window < ring
+  checkAttention(kernel, {4, 2, 16, 40}, 0, 50, 50);    // dv 40: a 32-wide block, then an 8-wide one
+  // Scores of order ±1000 through the vector softmax and exp. f32 scores that large are off by
+  // ~1e-4 absolute, and so are their weights (relative), for either kernel.
+  checkAttention(kernel, {4, 2, 8, 8}, 6, 6, 12, 30.0, 1e-4);
+  checkAttention(kernel, {4, 2, 8, 8}, 0, 40, 40, 30.0, 1e-4);
 }
 
 TEST(Runtime, AttentionPortable) {
@@ -676,7 +681,7 @@ NEEDLE_RT_AVX2 void avx2Exp(const float *x, float *out) {
   _mm256_storeu_ps(out, needle_rt::avx2_exp(_mm256_loadu_ps(x)));
 }
 
-TEST(Runtime, Avx2ExpWithinTwoUlpOfStdExp) {
+TEST(Runtime, Avx2ExpWithin2ToTheMinus22OfStdExp) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   // Every 1/1024 from -87 to 0.
@@ -690,14 +695,14 @@ TEST(Runtime, Avx2ExpWithinTwoUlpOfStdExp) {
       ASSERT_LE(std::abs(got[j] - want), 2.0 * std::numeric_limits<float>::epsilon() * want) << "x=" << x[j];
     }
   }
-  // The edges: e^0 is 1; e^-1000 and e^-inf flush to 0, not NaN or inf.
+  // The edges: e^0 is 1; below -87.3 (e^-1000, e^-inf) the result stays e^-87.3, not NaN or inf.
   const float edges[8] = {0, -1000, -INFINITY, -87.3f, -88, -1, -0.5f, -2};
   float got[8];
   avx2Exp(edges, got);
   EXPECT_EQ(got[0], 1.0f);
   for (int j : {1, 2, 4}) {
     EXPECT_GE(got[j], 0.0f) << edges[j];
-    EXPECT_LE(got[j], 1e-37f) << edges[j];
+    EXPECT_LE(got[j], 1.3e-38f) << edges[j];
   }
 }
 
