@@ -643,6 +643,13 @@ inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, 
 // 16·bits·count·r bytes into the block.
 #define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
+/// The largest of a vector's 8 lanes.
+NEEDLE_RT_AVX2 inline float avx2_lane_max(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
 /// The sum of a vector's 8 lanes.
 NEEDLE_RT_AVX2 inline float avx2_lane_sum(__m256 v) {
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -1029,15 +1036,13 @@ NEEDLE_RT_AVX2 inline void fwht_avx2(float *x, int64_t n) {
     _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));
 }
 
-/// hadamard with AVX2 (fwht_avx2 where the group fills whole vectors, else fwht).
+/// hadamard with AVX2 (fwht_avx2 where the group fills whole vectors, else hadamard_portable).
 NEEDLE_RT_AVX2 inline void hadamard_avx2(const float *in, int64_t n, int64_t group, float *out) {
+  if (group % 8 != 0)
+    return hadamard_portable(in, n, group, out);
   const int64_t padded = hadamard_pad(in, n, group, out);
-  for (int64_t g = 0; g < padded; g += group) {
-    if (group % 8 == 0)
-      fwht_avx2(out + g, group);
-    else
-      fwht(out + g, group);
-  }
+  for (int64_t g = 0; g < padded; g += group)
+    fwht_avx2(out + g, group);
 }
 #endif
 
@@ -1371,6 +1376,8 @@ inline void causal_taps(const float *x, int64_t n, const float *taps, int64_t co
 /// attention_scratch_floats(capacity) floats. out must not overlap q, k, v, the caches or scores.
 struct AttentionSpan {
   int64_t first_slot, count; // the visible positions: count of them, from ring slot first_slot on
+  /// How many of them lie before the ring's end (the rest wrap to slot 0).
+  int64_t before_end(int64_t capacity) const { return first_slot + count <= capacity ? count : capacity - first_slot; }
 };
 
 /// attention's scratch: the scores of two query heads (attention_avx2 takes heads in pairs).
@@ -1394,7 +1401,7 @@ inline void attention_read(const float *q, int64_t heads, int64_t kv_heads, int6
                            AttentionSpan span, const float *k_cache, const float *v_cache, float *scores, float *out) {
   const int64_t v_width = kv_heads * dv, group = heads / kv_heads, count = span.count;
   // The span in position order, as two runs of consecutive slots: to the ring's end, then on from 0.
-  const int64_t head = span.first_slot + count <= capacity ? count : capacity - span.first_slot;
+  const int64_t head = span.before_end(capacity);
   const int64_t runs[2][2] = {{span.first_slot, head}, {0, count - head}}; // (first slot, length)
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
   for (int64_t h = 0; h < heads; ++h) {
@@ -1529,10 +1536,7 @@ NEEDLE_RT_AVX2 inline float attention_softmax_avx2(float *scores, int64_t count,
   const __m256i tail = avx2_first_lanes(count - i);
   if (i < count) // lanes past count stay -inf
     top = _mm256_max_ps(top, _mm256_blendv_ps(top, _mm256_maskload_ps(scores + i, tail), _mm256_castsi256_ps(tail)));
-  __m128 half = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
-  half = _mm_max_ps(half, _mm_movehl_ps(half, half));
-  half = _mm_max_ss(half, _mm_movehdup_ps(half));
-  const __m256 shift = _mm256_mul_ps(_mm256_set1_ps(_mm_cvtss_f32(half)), factor);
+  const __m256 shift = _mm256_mul_ps(_mm256_set1_ps(avx2_lane_max(top)), factor);
   __m256 sum = _mm256_setzero_ps();
   for (i = 0; i + 8 <= count; i += 8) {
     const __m256 e = avx2_exp(_mm256_fmsub_ps(_mm256_loadu_ps(scores + i), factor, shift));
@@ -1576,7 +1580,7 @@ template <int kHeads>
 NEEDLE_RT_AVX2 inline void attention_heads_avx2(const float *q, int64_t dqk, int64_t dv, int64_t v_width,
                                                 int64_t capacity, AttentionSpan span, const float *k, const float *v,
                                                 float *scores, float *out) {
-  const int64_t count = span.count, head = span.first_slot + count <= capacity ? count : capacity - span.first_slot;
+  const int64_t count = span.count, head = span.before_end(capacity);
   attention_scores_avx2<kHeads>(q, dqk, k + span.first_slot, capacity, head, scores, count);
   attention_scores_avx2<kHeads>(q, dqk, k, capacity, count - head, scores + head, count);
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
