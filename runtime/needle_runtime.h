@@ -246,17 +246,22 @@ inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t
 }
 
 /// CqX8: CQ2 and CQ4 re-laid by needlec for 8 vector lanes.
-///   - A group is bits/2 vectors of 8 little-endian 32-bit words, each vector covering
-///     span = 256/bits columns: column v·span + 8m + l of the group is at bits bits·m..+bits-1 of
-///     word 8v + l. Shifted right by bits·m, a vector's words hold the indices of 8 consecutive
+///   - CQ2: a group is a vector of 8 little-endian 32-bit words; column 8m + l of the group is at
+///     bits 2m..2m+1 of word l. Shifted right by 2m, the words hold the indices of 8 consecutive
 ///     columns in their low bits: one shift and one table lookup decode 8 columns
-///     (cqx8_matmul_avx2).
+///     (cq2x8_lookup).
+///   - CQ4: a group is 2 vectors of 32 bytes; column 64v + 32h + 8k + l is nibble h (0 low, 1
+///     high) of byte cq4_byte(k, l) of vector v. That is the order in which a byte lookup per
+///     byte of the float and two rounds of unpacking within 128-bit halves (cq4x8_decode) hand
+///     back 32 indices' entries as 4 vectors of 8 consecutive columns.
 ///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
 ///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
 ///     inputs (per token) stay in L1. The norms follow the same order.
 struct CqX8 {
   int bits; // 2 or 4
   static constexpr int64_t block = 4;
+  /// The byte of a CQ4 vector that holds column 8k + l of its 32 (per nibble).
+  static constexpr int64_t cq4_byte(int64_t k, int64_t l) { return l < 4 ? 4 * k + l : 12 + 4 * k + l; }
   /// Where row r's group g is, counted in groups (and in norms).
   static int64_t offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
     return cq_block_offset(rows, groups, r, g, block);
@@ -265,23 +270,26 @@ struct CqX8 {
     return packed + 16 * bits * offset(rows, groups, r, g);
   }
   int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const { return offset(rows, groups, r, g); }
-  /// Calls visit(l, column, index) for the 128 columns of one group, column = 8m + l of a vector
-  /// of 8 words, 8 consecutive columns at a time (one per word, so sums kept per l are
-  /// independent chains).
+  /// Calls visit(l, column, index) for the 128 columns of one group, column = 8m + l, 8
+  /// consecutive columns at a time (one per vector lane, so sums kept per l are independent
+  /// chains).
   template <typename Visit> void for_each_index(const uint8_t *group, Visit visit) const {
-    const int steps = 32 / bits, span = 8 * steps; // indices per word, columns per vector of words
-    const uint32_t mask = (1u << bits) - 1u;
-    for (int v = 0; v < bits / 2; ++v) {
-      uint32_t words[8];
-      for (int l = 0; l < 8; ++l) {
-        const uint8_t *w = group + 4 * (8 * v + l);
-        words[l] = w[0] | (w[1] << 8) | (w[2] << 16) | (static_cast<uint32_t>(w[3]) << 24);
-      }
-      for (int m = 0; m < steps; ++m)
+    if (bits == 4) {
+      for (int m = 0; m < 16; ++m) // m = 8v + 4h + k
 #pragma GCC unroll 8
         for (int l = 0; l < 8; ++l)
-          visit(l, span * v + 8 * m + l, (words[l] >> (bits * m)) & mask);
+          visit(l, 8 * m + l, (group[32 * (m / 8) + cq4_byte(m % 4, l)] >> (4 * (m / 4 % 2))) & 15u);
+      return;
     }
+    uint32_t words[8];
+    for (int l = 0; l < 8; ++l) {
+      const uint8_t *w = group + 4 * l;
+      words[l] = w[0] | (w[1] << 8) | (w[2] << 16) | (static_cast<uint32_t>(w[3]) << 24);
+    }
+    for (int m = 0; m < 16; ++m)
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; ++l)
+        visit(l, 8 * m + l, (words[l] >> (2 * m)) & 3u);
   }
   float group_dot(const uint8_t *p, const float *c, const float *x) const {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -657,105 +665,175 @@ NEEDLE_RT_AVX2 inline float avx2_lane_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
 }
 
-/// The codebook as cqx8_lookup wants it: 2 bits, c repeated in both 128-bit halves (lo); 4 bits,
-/// c[0..8) (lo) and c[8..16) (hi).
-struct CqX8Tables {
-  __m256 lo, hi;
-};
-
-template <int kBits> NEEDLE_RT_AVX2 inline CqX8Tables cqx8_tables(const float *c) {
-  if constexpr (kBits == 2) {
-    const __m256 lo = _mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]);
-    return {lo, lo};
-  } else {
-    return {_mm256_loadu_ps(c), _mm256_loadu_ps(c + 8)};
-  }
-}
-
-/// c[index] for the 8 columns whose indices are the low kBits bits of `words`' lanes; the bits
-/// above are never read, so they need no mask. 2 bits: vpermilps reads the low 2 bits of each
-/// lane. 4 bits: vpermps reads the low 3 of both halves of c, and bit 3, shifted to the sign,
-/// chooses between them.
-template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_lookup(CqX8Tables t, __m256i words) {
-  if constexpr (kBits == 2) {
-    return _mm256_permutevar_ps(t.lo, words);
-  } else {
-    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.lo, words), _mm256_permutevar8x32_ps(t.hi, words),
-                            _mm256_castsi256_ps(_mm256_slli_epi32(words, 28)));
-  }
-}
-
 /// 32 bytes, unaligned.
 NEEDLE_RT_AVX2 inline __m256i load256(const uint8_t *words) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(words));
 }
 
-/// Σ_i c[idx_i] x[i] over one group, as 8 partial sums: a chain of FMAs per vector of words.
-template <int kBits> NEEDLE_RT_AVX2 inline __m256 cqx8_group_avx2(const uint8_t *group, CqX8Tables t, const float *x) {
-  constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps; // 8-column steps and columns per vector
-  __m256i w0 = load256(group);
-  __m256 s0 = _mm256_setzero_ps();
-  if constexpr (kBits == 2) {
-    for (int m = 0; m < kSteps; ++m, w0 = _mm256_srli_epi32(w0, kBits))
-      s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
-    return s0;
-  } else {
-    __m256i w1 = load256(group + 32);
-    __m256 s1 = _mm256_setzero_ps();
-    for (int m = 0; m < kSteps; ++m) {
-      s0 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
-      s1 = _mm256_fmadd_ps(cqx8_lookup<kBits>(t, w1), _mm256_loadu_ps(x + kSpan + 8 * m), s1);
-      w0 = _mm256_srli_epi32(w0, kBits), w1 = _mm256_srli_epi32(w1, kBits);
+/// The 8 lanes' sums of 8 vectors: lane i of the result is the sum of v[i]'s lanes.
+NEEDLE_RT_AVX2 inline __m256 avx2_lane_sums8(const __m256 v[8]) {
+  const __m256 a0 = _mm256_hadd_ps(v[0], v[1]), a1 = _mm256_hadd_ps(v[2], v[3]);
+  const __m256 a2 = _mm256_hadd_ps(v[4], v[5]), a3 = _mm256_hadd_ps(v[6], v[7]);
+  const __m256 b0 = _mm256_hadd_ps(a0, a1), b1 = _mm256_hadd_ps(a2, a3); // halves of v[0..3], v[4..7]
+  return _mm256_add_ps(_mm256_permute2f128_ps(b0, b1, 0x20), _mm256_permute2f128_ps(b0, b1, 0x31));
+}
+
+/// The CQ2 codebook as cq2x8_lookup wants it: c repeated in both 128-bit halves.
+struct Cq2Table {
+  __m256 c;
+};
+
+NEEDLE_RT_AVX2 inline Cq2Table cq2x8_table(const float *c) {
+  return {_mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3])};
+}
+
+/// c[index] for the 8 columns whose indices are the low 2 bits of `words`' lanes (vpermilps reads
+/// only those, so the bits above need no mask).
+NEEDLE_RT_AVX2 inline __m256 cq2x8_lookup(Cq2Table t, __m256i words) { return _mm256_permutevar_ps(t.c, words); }
+
+/// The CQ4 codebook as byte planes for cq4x8_decode: plane k holds byte k of each of the 16
+/// entries, in both 128-bit halves.
+struct Cq4Planes {
+  __m256i plane[4];
+};
+
+NEEDLE_RT_AVX2 inline Cq4Planes cq4x8_planes(const float *c) {
+  Cq4Planes p;
+  for (int k = 0; k < 4; ++k) {
+    alignas(32) uint8_t bytes[32];
+    for (int i = 0; i < 16; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, c + i, 4);
+      bytes[i] = bytes[16 + i] = static_cast<uint8_t>(bits >> (8 * k));
     }
-    return _mm256_add_ps(s0, s1);
+    p.plane[k] = _mm256_load_si256(reinterpret_cast<const __m256i *>(bytes));
   }
+  return p;
 }
 
-/// One row's Σ over a whole block of 4 CQ2 groups for one token: the groups side by side, 4
-/// independent chains (an FMA's latency is 4) that shift their words in place (few registers
-/// live), and the 4 norms converted at once.
-NEEDLE_RT_AVX2 inline __m256 cq2x8_block4_avx2(const uint8_t *row, const uint16_t *norms, CqX8Tables t,
-                                               const float *x) {
-  __m256i w0 = load256(row), w1 = load256(row + 32), w2 = load256(row + 64), w3 = load256(row + 96);
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (int m = 0; m < 16; ++m) {
-    s0 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w0), _mm256_loadu_ps(x + 8 * m), s0);
-    s1 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w1), _mm256_loadu_ps(x + 128 + 8 * m), s1);
-    s2 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w2), _mm256_loadu_ps(x + 256 + 8 * m), s2);
-    s3 = _mm256_fmadd_ps(cqx8_lookup<2>(t, w3), _mm256_loadu_ps(x + 384 + 8 * m), s3);
-    w0 = _mm256_srli_epi32(w0, 2), w1 = _mm256_srli_epi32(w1, 2);
-    w2 = _mm256_srli_epi32(w2, 2), w3 = _mm256_srli_epi32(w3, 2);
-  }
-  alignas(16) float n[4];
-  _mm_store_ps(n, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(norms))));
-  __m256 acc = _mm256_mul_ps(s0, _mm256_broadcast_ss(n));
-  acc = _mm256_fmadd_ps(s1, _mm256_broadcast_ss(n + 1), acc);
-  acc = _mm256_fmadd_ps(s2, _mm256_broadcast_ss(n + 2), acc);
-  return _mm256_fmadd_ps(s3, _mm256_broadcast_ss(n + 3), acc);
+/// The indices of nibble h (0 low, 1 high) of a vector of CQ4 words, one per byte.
+NEEDLE_RT_AVX2 inline __m256i cq4x8_nibbles(__m256i words, int h) {
+  const __m256i low = _mm256_set1_epi8(15);
+  return _mm256_and_si256(h ? _mm256_srli_epi16(words, 4) : words, low);
 }
 
-/// One row's Σ over a block of `count` groups for one token (x at the block).
-template <int kBits>
-NEEDLE_RT_AVX2 inline float cqx8_block_dot_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, CqX8Tables t,
-                                                const float *x) {
-  if constexpr (kBits == 2)
-    if (count == CqX8::block)
-      return avx2_lane_sum(cq2x8_block4_avx2(row, norms, t, x));
-  __m256 acc = _mm256_setzero_ps();
+/// c[index] for 32 indices, one per byte: vpshufb looks each byte plane up (16 entries, so the
+/// lookup is one instruction per plane), and two rounds of unpacking interleave the planes' bytes
+/// into floats. Within 128-bit halves, so out[k] lane l holds the entry of byte 4k + l (l < 4) or
+/// 16 + 4k + l - 4 (l >= 4): the order the CqX8 layout stores CQ4 columns in.
+NEEDLE_RT_AVX2 inline void cq4x8_decode(const Cq4Planes &p, __m256i indices, __m256 out[4]) {
+  const __m256i b0 = _mm256_shuffle_epi8(p.plane[0], indices), b1 = _mm256_shuffle_epi8(p.plane[1], indices);
+  const __m256i b2 = _mm256_shuffle_epi8(p.plane[2], indices), b3 = _mm256_shuffle_epi8(p.plane[3], indices);
+  const __m256i low01 = _mm256_unpacklo_epi8(b0, b1), high01 = _mm256_unpackhi_epi8(b0, b1);
+  const __m256i low23 = _mm256_unpacklo_epi8(b2, b3), high23 = _mm256_unpackhi_epi8(b2, b3);
+  out[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(low01, low23));
+  out[1] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(low01, low23));
+  out[2] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(high01, high23));
+  out[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(high01, high23));
+}
+
+/// Adds kStreams CQ2 vectors of words of one row into acc, stream s's words at words + 32·s and
+/// its columns at x + 128·s, looked up in tables[s] (the codebook scaled by the stream's group
+/// norm). An FMA's latency is 4, so the sums run in 4 chains: each stream's steps are dealt over
+/// 4/kStreams of them (3 streams use 3).
+template <int kStreams>
+NEEDLE_RT_AVX2 inline void cq2x8_streams_avx2(const uint8_t *words, const Cq2Table *tables, const float *x,
+                                              __m256 acc[4]) {
+  constexpr int kSplit = kStreams == 3 ? 1 : 4 / kStreams;
+  __m256i w[kStreams];
+#pragma GCC unroll 4
+  for (int s = 0; s < kStreams; ++s)
+    w[s] = load256(words + 32 * s);
+#pragma GCC unroll 16
+  for (int m = 0; m < 16; m += kSplit)
+#pragma GCC unroll 4
+    for (int u = 0; u < kSplit; ++u)
+#pragma GCC unroll 4
+      for (int s = 0; s < kStreams; ++s) {
+        const __m256 inputs = _mm256_loadu_ps(x + cq_group * s + 8 * (m + u));
+        acc[kSplit * s + u] = _mm256_fmadd_ps(cq2x8_lookup(tables[s], w[s]), inputs, acc[kSplit * s + u]);
+        w[s] = _mm256_srli_epi32(w[s], 2);
+      }
+}
+
+/// One CQ2 row's Σ over a block of `count` groups for one token (x at the block), as 8 partial
+/// sums. The codebook is scaled by each group's norm up front, so the groups add into the same 4
+/// chains and the row ends in 3 additions.
+NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, Cq2Table t,
+                                                 const float *x) {
+  Cq2Table scaled[CqX8::block];
   for (int64_t g = 0; g < count; ++g)
-    acc = _mm256_fmadd_ps(cqx8_group_avx2<kBits>(row + 16 * kBits * g, t, x + cq_group * g),
-                          _mm256_set1_ps(_cvtsh_ss(norms[g])), acc);
-  return avx2_lane_sum(acc);
+    scaled[g] = {_mm256_mul_ps(t.c, _mm256_set1_ps(_cvtsh_ss(norms[g])))};
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  if (count == 4)
+    cq2x8_streams_avx2<4>(row, scaled, x, acc);
+  else if (count == 3)
+    cq2x8_streams_avx2<3>(row, scaled, x, acc);
+  else if (count == 2)
+    cq2x8_streams_avx2<2>(row, scaled, x, acc);
+  else
+    cq2x8_streams_avx2<1>(row, scaled, x, acc);
+  return _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
 }
 
-/// kRows rows' Σ over a block of `count` groups (row i's groups 16·kBits·count·i bytes after row
+/// One CQ4 row's Σ over a block of `count` groups for one token (x at the block), as 8 partial
+/// sums: a group's 4 chains (one per decoded vector) are scaled by its norm at its end, as byte
+/// planes cannot be scaled.
+NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                 const Cq4Planes &p, const float *x) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g) {
+    __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) { // vector q/2, nibble q%2: columns 32q..32q+31 of the group
+      __m256 w[4];
+      cq4x8_decode(p, cq4x8_nibbles(load256(row + 64 * g + 32 * (q / 2)), q % 2), w);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k)
+        s[k] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(x + cq_group * g + 32 * q + 8 * k), s[k]);
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3]));
+    acc = _mm256_fmadd_ps(sum, _mm256_set1_ps(_cvtsh_ss(norms[g])), acc);
+  }
+  return acc;
+}
+
+/// The number of groups in the CqX8 block that starts at group g.
+inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
+  return groups - g < CqX8::block ? groups - g : CqX8::block;
+}
+
+/// cqx8_matmul_avx2 for one token, the codebook as `Table`: block by block, every row's partial
+/// sum, 8 rows' sums reduced at once.
+template <int kBits, typename Table>
+NEEDLE_RT_AVX2 inline void cqx8_matvec_on_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t,
+                                               int64_t rows, int64_t groups, const float *x_rot, float *y) {
+  for (int64_t r = 0; r < rows; ++r)
+    y[r] = 0.0f;
+  for (int64_t g = 0; g < groups; g += CqX8::block) {
+    const int64_t count = cqx8_block_count(groups, g);
+    const float *x = x_rot + g * cq_group;
+    const uint8_t *block = packed + 16 * kBits * g * rows; // row r's groups are count·r groups on
+    const uint16_t *block_norms = norms + g * rows;
+    int64_t r = 0;
+    for (; r + 8 <= rows; r += 8) {
+      __m256 sums[8];
+      for (int64_t i = 0; i < 8; ++i)
+        sums[i] = cqx8_row_block_avx2(block + 16 * kBits * count * (r + i), block_norms + count * (r + i), count, t, x);
+      _mm256_storeu_ps(y + r, _mm256_add_ps(_mm256_loadu_ps(y + r), avx2_lane_sums8(sums)));
+    }
+    for (; r < rows; ++r)
+      y[r] += avx2_lane_sum(cqx8_row_block_avx2(block + 16 * kBits * count * r, block_norms + count * r, count, t, x));
+  }
+}
+
+/// kRows CQ2 rows' Σ over a block of `count` groups (row i's groups 32·count·i bytes after row
 /// 0's), added to y[j·stride + i] for kTokens tokens (x at the block, token j's j·stride floats
 /// on): each 8 columns of a row are decoded once for all the tokens, from the codebook scaled by
 /// their group's norm, and each 8 inputs are loaded once for all the rows.
-template <int kBits, int kRows, int kTokens>
-NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
-                                                  CqX8Tables t, const float *x, int64_t stride, float *y) {
-  constexpr int kSteps = 32 / kBits, kSpan = 8 * kSteps;
+template <int kRows, int kTokens>
+NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, Cq2Table t,
+                                                   const float *x, int64_t stride, float *y) {
   // The loops over rows and tokens unroll (GCC keeps s in memory otherwise), so s lives in
   // registers.
   __m256 s[kRows][kTokens];
@@ -765,33 +843,27 @@ NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint
     for (int j = 0; j < kTokens; ++j)
       s[i][j] = _mm256_setzero_ps();
   for (int64_t g = 0; g < count; ++g) {
-    CqX8Tables scaled[kRows]; // the codebook times the group's norm, row by row
+    Cq2Table scaled[kRows]; // the codebook times the group's norm, row by row
+    __m256i words[kRows];
 #pragma GCC unroll 8
     for (int i = 0; i < kRows; ++i) {
-      const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[count * i + g]));
-      const __m256 lo = _mm256_mul_ps(t.lo, norm);
-      scaled[i] = {lo, kBits == 2 ? lo : _mm256_mul_ps(t.hi, norm)}; // CQ2 has one table
+      scaled[i] = {_mm256_mul_ps(t.c, _mm256_set1_ps(_cvtsh_ss(norms[count * i + g])))};
+      words[i] = load256(row + 32 * (count * i + g));
     }
-    for (int v = 0; v < kBits / 2; ++v) {
-      __m256i words[kRows];
+    for (int m = 0; m < 16; ++m) {
+      __m256 w[kRows];
 #pragma GCC unroll 8
-      for (int i = 0; i < kRows; ++i)
-        words[i] = load256(row + 16 * kBits * (count * i + g) + 32 * v);
-      for (int m = 0; m < kSteps; ++m) {
-        __m256 w[kRows];
+      for (int i = 0; i < kRows; ++i) {
+        w[i] = cq2x8_lookup(scaled[i], words[i]);
+        words[i] = _mm256_srli_epi32(words[i], 2);
+      }
+      const float *xm = x + cq_group * g + 8 * m;
 #pragma GCC unroll 8
-        for (int i = 0; i < kRows; ++i) {
-          w[i] = cqx8_lookup<kBits>(scaled[i], words[i]);
-          words[i] = _mm256_srli_epi32(words[i], kBits);
-        }
-        const float *xm = x + cq_group * g + kSpan * v + 8 * m;
+      for (int j = 0; j < kTokens; ++j) {
+        const __m256 xj = _mm256_loadu_ps(xm + j * stride);
 #pragma GCC unroll 8
-        for (int j = 0; j < kTokens; ++j) {
-          const __m256 xj = _mm256_loadu_ps(xm + j * stride);
-#pragma GCC unroll 8
-          for (int i = 0; i < kRows; ++i)
-            s[i][j] = _mm256_fmadd_ps(w[i], xj, s[i][j]);
-        }
+        for (int i = 0; i < kRows; ++i)
+          s[i][j] = _mm256_fmadd_ps(w[i], xj, s[i][j]);
       }
     }
   }
@@ -802,33 +874,43 @@ NEEDLE_RT_AVX2 inline void cqx8_block_tokens_avx2(const uint8_t *row, const uint
       y[j * stride + i] += avx2_lane_sum(s[i][j]);
 }
 
-/// The number of groups in the CqX8 block that starts at group g.
-inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
-  return groups - g < CqX8::block ? groups - g : CqX8::block;
-}
-
-/// cqx8_matmul_avx2 for one token and kBits: block by block, every row's partial sum.
-template <int kBits>
-NEEDLE_RT_AVX2 inline void cqx8_matvec_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                 int64_t rows, int64_t cols, const float *x_rot, float *y) {
-  const int64_t groups = cq_groups(cols);
-  const CqX8Tables t = cqx8_tables<kBits>(codebook);
-  for (int64_t r = 0; r < rows; ++r)
-    y[r] = 0.0f;
-  for (int64_t g = 0; g < groups; g += CqX8::block) {
-    const int64_t count = cqx8_block_count(groups, g);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t at = g * rows + count * r; // row r's first group in the block
-      y[r] += cqx8_block_dot_avx2<kBits>(packed + 16 * kBits * at, norms + at, count, t, x_rot + g * cq_group);
+/// One CQ4 row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens as in
+/// cq2x8_block_tokens_avx2, a row at a time (a row's 4 decoded vectors and the sums fill the
+/// registers); the decoded columns are scaled by their group's norm.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cq4x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                   const Cq4Planes &p, const float *x, int64_t stride, float *y) {
+  __m256 s[kTokens];
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    s[j] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g) {
+    const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[g]));
+    for (int q = 0; q < 4; ++q) { // vector q/2, nibble q%2: columns 32q..32q+31 of the group
+      __m256 w[4];
+      cq4x8_decode(p, cq4x8_nibbles(load256(row + 64 * g + 32 * (q / 2)), q % 2), w);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256 weights = _mm256_mul_ps(w[k], norm);
+        const float *xk = x + cq_group * g + 32 * q + 8 * k;
+#pragma GCC unroll 8
+        for (int j = 0; j < kTokens; ++j)
+          s[j] = _mm256_fmadd_ps(weights, _mm256_loadu_ps(xk + j * stride), s[j]);
+      }
     }
   }
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    y[j * stride] += avx2_lane_sum(s[j]);
 }
 
-/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block, rows in pairs:
-/// the tokens' inputs in a block (8 KB for 4) stay in L1 while every row passes over them.
-template <int kBits, int kTokens>
-NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, CqX8Tables t, int64_t rows,
+/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block (CQ2 rows in
+/// pairs): the tokens' inputs in a block (8 KB for 4) stay in L1 while every row passes over them.
+template <int kBits, int kTokens, typename Table>
+NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t, int64_t rows,
                                             int64_t groups, const float *x_rot, float *y, int64_t stride) {
+  constexpr bool kCq2 = kBits == 2;
+  constexpr int64_t kGroupBytes = 16 * kBits;
   for (int64_t j = 0; j < kTokens; ++j)
     for (int64_t r = 0; r < rows; ++r)
       y[j * stride + r] = 0.0f;
@@ -836,27 +918,31 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
     const int64_t count = cqx8_block_count(groups, g);
     const float *x = x_rot + g * cq_group;
     int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
+    if constexpr (kCq2)
+      for (; r + 2 <= rows; r += 2) {
+        const int64_t at = g * rows + count * r;
+        cq2x8_block_tokens_avx2<2, kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
+      }
+    for (; r < rows; ++r) {
       const int64_t at = g * rows + count * r;
-      cqx8_block_tokens_avx2<kBits, 2, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x, stride, y + r);
-    }
-    if (r < rows) {
-      const int64_t at = g * rows + count * r;
-      cqx8_block_tokens_avx2<kBits, 1, kTokens>(packed + 16 * kBits * at, norms + at, count, t, x, stride, y + r);
+      if constexpr (kCq2)
+        cq2x8_block_tokens_avx2<1, kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
+      else
+        cq4x8_block_tokens_avx2<kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
     }
   }
 }
 
-/// cqx8_matmul for kBits: runs of 4 tokens (2 rows x 4 tokens of sums fill 8 of the 16 vector
-/// registers, the most that leaves room for the decoded columns), then one of 2 and 1 as needed.
-template <int kBits>
-NEEDLE_RT_AVX2 inline void cqx8_matmul_bits_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                 int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                                 int64_t stride, int64_t n) {
-  if (n == 1)
-    return cqx8_matvec_bits_avx2<kBits>(packed, norms, codebook, rows, cols, x_rot, y);
+/// cqx8_matmul with the codebook as `Table`: one token alone, else runs of 4 tokens (2 CQ2 rows x
+/// 4 tokens of sums fill 8 of the 16 vector registers, the most that leaves room for the decoded
+/// columns), then one of 2 and 1 as needed.
+template <int kBits, typename Table>
+NEEDLE_RT_AVX2 inline void cqx8_matmul_on_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t,
+                                               int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride,
+                                               int64_t n) {
   const int64_t groups = cq_groups(cols);
-  const CqX8Tables t = cqx8_tables<kBits>(codebook);
+  if (n == 1)
+    return cqx8_matvec_on_avx2<kBits>(packed, norms, t, rows, groups, x_rot, y);
   int64_t j = 0;
   for (; j + 4 <= n; j += 4)
     cqx8_tokens_avx2<kBits, 4>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
@@ -873,9 +959,9 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_
                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
                                             int64_t stride, int64_t n) {
   if (bits == 2)
-    cqx8_matmul_bits_avx2<2>(packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+    cqx8_matmul_on_avx2<2>(packed, norms, cq2x8_table(codebook), rows, cols, x_rot, y, stride, n);
   else
-    cqx8_matmul_bits_avx2<4>(packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+    cqx8_matmul_on_avx2<4>(packed, norms, cq4x8_planes(codebook), rows, cols, x_rot, y, stride, n);
 }
 
 // AVX2 kernels on the CqLut16 layout (the fast mode, --activations int8).

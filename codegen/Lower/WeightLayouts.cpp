@@ -43,18 +43,29 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
   return tiled;
 }
 
+namespace {
+
+/// Where CqX8 keeps column i = 8m + l of a group: the byte, and the shift within it.
+std::pair<int64_t, int> cqx8Place(int bits, int64_t i) {
+  const int64_t m = i / 8, l = i % 8;
+  if (bits == 2) // bits 2m..2m+1 of word l
+    return {4 * l + m / 4, static_cast<int>(2 * (m % 4))};
+  // m = 8v + 4h + k: nibble h of byte cq4_byte(k, l) of vector v
+  return {32 * (m / 8) + needle_rt::CqX8::cq4_byte(m % 4, l), static_cast<int>(4 * (m / 4 % 2))};
+}
+
+} // namespace
+
 std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
-  const int64_t groupBytes = 16 * bits, span = 256 / bits;
+  const int64_t groupBytes = 16 * bits;
   std::vector<uint8_t> out(static_cast<size_t>(rows * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t *in = packed + (r * groups + g) * groupBytes;
       uint8_t *group = &out[static_cast<size_t>(groupBytes * blockOffset(rows, groups, r, g))];
       for (int64_t i = 0; i < kGroup; ++i) {
-        const unsigned index = fileIndex(in, bits, i);
-        // Word 8v + l, bits bits·m, for column v·span + 8m + l.
-        const int64_t word = 8 * (i / span) + i % 8, shift = bits * ((i % span) / 8);
-        group[4 * word + shift / 8] |= static_cast<uint8_t>(index << (shift % 8));
+        const auto [byte, shift] = cqx8Place(bits, i);
+        group[byte] |= static_cast<uint8_t>(fileIndex(in, bits, i) << shift);
       }
     }
   return out;

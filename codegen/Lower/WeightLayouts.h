@@ -26,9 +26,10 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
 
 /// The CqX8 layout of a CQ2 or CQ4 matrix (`bits`) of `rows` rows of `groups` groups
 /// (needle_rt::CqX8, docs/targets.md): each group's 128 indices, packed little-endian within the
-/// bytes in the file, become bits/2 vectors of 8 little-endian 32-bit words, column
-/// v·(256/bits) + 8m + l at bits bits·m of word 8v + l; and the groups are cut into blocks of 4
-/// (the last may hold fewer), each block holding every row's groups in it, row after row.
+/// bytes in the file, are re-laid for the AVX2 kernels' decoding (CQ2: column 8m + l at bits 2m
+/// of 32-bit word l; CQ4: column 64v + 32h + 8k + l at nibble h of byte CqX8::cq4_byte(k, l) of
+/// vector v); and the groups are cut into blocks of 4 (the last may hold fewer), each block
+/// holding every row's groups in it, row after row.
 std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The norms [rows][groups] (fp16) of a matrix in the CqX8 layout's block order.

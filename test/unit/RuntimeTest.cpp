@@ -320,16 +320,18 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
 }
 
 /// The shapes the CqX8 and CqLut16 kernels are checked on, at 2 and 4 bits: odd rows (a partial
-/// tile of 16), a partial group, one group, one row; blocks of 4 groups whole and short; one
-/// token, and runs of 8, 4, 2 and 1.
+/// tile of 16, rows past a multiple of 8), a partial group, one group, one row; blocks of 4
+/// groups whole and short (of 3, 2 and 1 groups); one token, and runs of 8, 4, 2 and 1.
 void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &name) {
   for (int bits : {2, 4}) {
     for (int64_t n : {1, 2, 4, 5, 15})
       checkCqMatmul(bits, 13, 200, n, kernel, layout, name);
-    checkCqMatmul(bits, 64, 384, 8, kernel, layout, name);  // one short block (3 groups)
-    checkCqMatmul(bits, 9, 1100, 3, kernel, layout, name);  // a whole block and a short one (9 groups)
+    for (int64_t n : {1, 8}) {
+      checkCqMatmul(bits, 64, 384, n, kernel, layout, name); // one short block (3 groups)
+      checkCqMatmul(bits, 9, 1100, n, kernel, layout, name); // two whole blocks and a short one (9 groups)
+      checkCqMatmul(bits, 37, 640, n, kernel, layout, name); // two whole tiles of 16 and a partial one
+    }
     checkCqMatmul(bits, 5, 1024, 17, kernel, layout, name); // two whole blocks; 8 + 8 + 1 tokens
-    checkCqMatmul(bits, 37, 640, 3, kernel, layout, name);  // two whole tiles of 16 and a partial one
     checkCqMatmul(bits, 7, 128, 3, kernel, layout, name);
     checkCqMatmul(bits, 1, 40, 1, kernel, layout, name);
   }

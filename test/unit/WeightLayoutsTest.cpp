@@ -192,16 +192,21 @@ TEST(WeightLayouts, CqX8LayoutTakesCq2AndCq4MatvecsOnly) {
   EXPECT_TRUE(std::equal(before.begin() + 128, before.end(), program.weights.begin() + 128));
 }
 
-TEST(WeightLayouts, CqX8FourBitsTwoVectorsOfEightNibbleWords) {
-  // CQ4: each vector of 8 words covers 64 columns. Column 13 = 8·1 + 5 of vector 0 goes to word 5,
-  // bits 4..7 (byte 20, high nibble); column 70 = 64 + 8·0 + 6 goes to word 8 + 6, bits 0..3
-  // (byte 56, low nibble).
+TEST(WeightLayouts, CqX8FourBitsByteOrderOfTheByteLookup) {
+  // CQ4: column 64v + 32h + 8k + l is nibble h of byte 4k + l (l < 4) or 16 + 4k + l - 4 (l >= 4)
+  // of 32-byte vector v. Column 13 = 8·1 + 5 (v 0, h 0, k 1, l 5) goes to byte 16 + 4 + 1 = 21,
+  // low nibble; column 45 = 32 + 8·1 + 5 (h 1) to byte 21's high nibble; column 70 = 64 + 6
+  // (v 1, k 0, l 6) to byte 32 + 16 + 2 = 50, low nibble; column 99 = 64 + 32 + 3 (v 1, h 1, k 0,
+  // l 3) to byte 32 + 3 = 35, high nibble.
   std::vector<uint8_t> packed(64, 0);              // the file: 2 indices per byte, little-endian
   packed[13 / 2] = static_cast<uint8_t>(0x9 << 4); // column 13 = 9 (odd: high nibble)
+  packed[45 / 2] = static_cast<uint8_t>(0xa << 4); // column 45 = 10
   packed[70 / 2] = 0x7;                            // column 70 = 7 (even: low nibble)
+  packed[99 / 2] = static_cast<uint8_t>(0xf << 4); // column 99 = 15
   std::vector<uint8_t> want(64, 0);
-  want[20] = 0x90;
-  want[56] = 0x07;
+  want[21] = 0xa9;
+  want[50] = 0x07;
+  want[35] = 0xf0;
   EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1, 4), want);
 }
 
