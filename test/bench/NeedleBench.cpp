@@ -154,21 +154,32 @@ void BM_RuntimeCq(benchmark::State &state) {
   state.counters["GFLOPS"] = benchmark::Counter(iterations * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
 }
 
+/// Why the runtime's AVX2 kernels cannot run here, or nullptr if they can.
+const char *avx2Unavailable() {
+#if NEEDLE_RT_X86_KERNELS
+  const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return has ? nullptr : "this CPU lacks AVX2, FMA or F16C";
+#else
+  return "the AVX2 kernels are x86-64's";
+#endif
+}
+
+// needle_rt::NAME_avx2 where `choice` is 1 (x86-64 only: check avx2Unavailable first), else
+// needle_rt::NAME.
+#if NEEDLE_RT_X86_KERNELS
+#define NEEDLE_BENCH_KERNEL(NAME, choice) ((choice) == 1 ? needle_rt::NAME##_avx2 : needle_rt::NAME)
+#else
+#define NEEDLE_BENCH_KERNEL(NAME, choice) needle_rt::NAME
+#endif
+
 /// needle.attention of needle3's shape (12 query heads on 2 kv heads, dqk 48, dv 64) at position
 /// t = count - 1 of a global ring (capacity 8192), so each call reads `count` positions, by
 /// `kernel`: 0 the portable kernel, 1 the AVX2 one. Reports the positions read per second.
 void BM_RuntimeAttention(benchmark::State &state) {
   const int64_t heads = 12, kvHeads = 2, dqk = 48, dv = 64, capacity = 8192, count = state.range(0);
-#if NEEDLE_RT_X86_KERNELS
-  if (state.range(1) == 1 &&
-      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
-    return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  const auto kernel = state.range(1) == 1 ? needle_rt::attention_avx2 : needle_rt::attention;
-#else
-  if (state.range(1) == 1)
-    return state.SkipWithError("the AVX2 kernels are x86-64's");
-  const auto kernel = needle_rt::attention;
-#endif
+  if (state.range(1) == 1 && avx2Unavailable())
+    return state.SkipWithError(avx2Unavailable());
+  const auto kernel = NEEDLE_BENCH_KERNEL(attention, state.range(1));
   std::vector<float> kCache = randomNormals(4, "k", capacity * kvHeads * dqk, 1.0);
   std::vector<float> vCache = randomNormals(5, "v", capacity * kvHeads * dv, 1.0);
   const std::vector<float> q = randomNormals(6, "q", heads * dqk, 1.0), k = randomNormals(7, "k1", kvHeads * dqk, 1.0),
@@ -182,6 +193,25 @@ void BM_RuntimeAttention(benchmark::State &state) {
   }
   state.counters["positions/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * count, benchmark::Counter::kIsRate);
+}
+
+/// One Kronecker product of the MLP's shape in needle3 (32 x 32 factors), by `kernel`: 0 the
+/// portable kernel, 1 the AVX2 one. Reports its GFLOPS (two 32 x 32 x 32 products).
+void BM_RuntimeKronecker(benchmark::State &state) {
+  const int64_t side = 32;
+  if (state.range(0) == 1 && avx2Unavailable())
+    return state.SkipWithError(avx2Unavailable());
+  const auto kernel = NEEDLE_BENCH_KERNEL(kronecker, state.range(0));
+  const std::vector<float> z = randomNormals(9, "z", side * side, 1.0), wa = randomNormals(10, "wa", side * side, 0.2),
+                           wb = randomNormals(11, "wb", side * side, 0.2);
+  std::vector<float> tmp(side * side), out(side * side);
+  for (auto _ : state) {
+    kernel(z.data(), wa.data(), wb.data(), side, side, tmp.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * 4 * side * side * side / 1e9,
+                                                benchmark::Counter::kIsRate);
 }
 
 void BM_QuantizeCq2(benchmark::State &state) {
@@ -245,6 +275,7 @@ BENCHMARK(BM_RuntimeAttention)
     ->Args({2000, 0}) // ... and its long context
     ->Args({2000, 1})
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RuntimeKronecker)->ArgName("kernel")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileSliceAndWrite)->Arg(8)->Unit(benchmark::kMillisecond);

@@ -743,7 +743,9 @@ std::vector<int32_t> shuffled(int64_t n, uint32_t seed) {
   return p;
 }
 
-void checkKronMlp(int64_t D, int64_t ba, int64_t bb) {
+using KronMlpKernel = void (*)(const needle_rt::KronMlp &, const float *, float, float *, float *);
+
+void checkKronMlp(int64_t D, int64_t ba, int64_t bb, KronMlpKernel kernel = needle_rt::kron_mlp) {
   const int64_t n = ba * bb;
   const std::string tag = "kron_mlp D=" + std::to_string(D) + " n=" + std::to_string(n);
   ref::MlpWeights mlp;
@@ -770,11 +772,11 @@ void checkKronMlp(int64_t D, int64_t ba, int64_t bb) {
   w.d1 = mlp.d1.data(), w.d2 = mlp.d2.data(), w.b2 = mlp.b2.data(), w.d3 = mlp.d3.data(), w.d4 = mlp.d4.data();
   w.cond_v = mlp.condV.data(), w.cond_u = mlp.condU.data(), w.p1 = mlp.p1.data(), w.p2 = mlp.p2.data();
   Vec scratch(needle_rt::kron_mlp_scratch_floats(n), 1e30f), got(D);
-  needle_rt::kron_mlp(w, x1.data(), 1e-6f, scratch.data(), got.data());
+  kernel(w, x1.data(), 1e-6f, scratch.data(), got.data());
   // Three chained f32 Kronecker products (each two matmuls) against double: 1e-5 still holds.
   expectClose(got, want, 1e-5, tag);
   Vec inPlace = x1;
-  needle_rt::kron_mlp(w, inPlace.data(), 1e-6f, scratch.data(), inPlace.data());
+  kernel(w, inPlace.data(), 1e-6f, scratch.data(), inPlace.data());
   expectClose(inPlace, want, 1e-5, tag + " in place");
 }
 
@@ -789,6 +791,50 @@ TEST(Runtime, KroneckerAlone) {
 TEST(Runtime, KronMlpPadded) { checkKronMlp(24, 4, 8); } // n = 32 > D: padding and [:D]
 TEST(Runtime, KronMlpSquare) { checkKronMlp(64, 8, 8); }
 TEST(Runtime, KronMlpNeedleShape) { checkKronMlp(768, 32, 32); }
+
+#if NEEDLE_RT_X86_KERNELS
+TEST(Runtime, KroneckerAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // Factor widths of 1 and 2 runs of 32 columns; rows in threes with 0, 1 and 2 left over; a
+  // width the AVX2 kernel leaves to the portable one.
+  for (auto [ba, bb] : {std::pair<int64_t, int64_t>{32, 32}, {3, 64}, {4, 32}, {5, 32}, {1, 32}, {4, 8}}) {
+    const std::string tag = "kronecker_avx2 " + std::to_string(ba) + "x" + std::to_string(bb);
+    const Vec z = normals(tag + " z", ba * bb), wa = normals(tag + " wa", ba * ba), wb = normals(tag + " wb", bb * bb);
+    Vec tmp(ba * bb, 1e30f), got(ba * bb, 1e30f);
+    needle_rt::kronecker_avx2(z.data(), wa.data(), wb.data(), ba, bb, tmp.data(), got.data());
+    expectClose(got, ref::kronecker(z, wa, wb, ba, bb), 1e-5, tag);
+  }
+}
+
+TEST(Runtime, SiluAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // Both branches of σ, its extremes (e^-|x| clamped, saturated), and a tail past a multiple of 8.
+  Vec x;
+  for (double v = -120; v <= 120; v += 0.37)
+    x.push_back(static_cast<float>(v));
+  x.push_back(0.0f), x.push_back(-0.0f), x.push_back(1e-30f), x.push_back(-1e-30f);
+  x.push_back(std::numeric_limits<float>::infinity());
+  Vec got = x;
+  needle_rt::silu_in_place_avx2(got.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = x[i] / (1 + std::exp(-static_cast<double>(x[i])));
+    if (std::isinf(want))
+      EXPECT_EQ(got[i], want) << "silu(" << x[i] << ")";
+    else
+      EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "silu(" << x[i] << ")";
+  }
+}
+
+TEST(Runtime, KronMlpAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  checkKronMlp(768, 32, 32, needle_rt::kron_mlp_avx2);
+  checkKronMlp(90, 3, 32, needle_rt::kron_mlp_avx2); // n = 96 > D
+  checkKronMlp(24, 4, 8, needle_rt::kron_mlp_avx2);  // the portable Kronecker, silu 8 at a time
+}
+#endif
 
 // ---- Heads ----
 
