@@ -1849,55 +1849,51 @@ inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratc
 
 #if NEEDLE_RT_X86_KERNELS
 /// out row i (width floats) = Σ_k coef[i·row_step + k·k_step] · m row k, for kRows rows and k <
-/// count, width a multiple of 32: 32 columns of every row's sums at a time in registers (kRows x
-/// 4 vectors), each row of m loaded once for all the rows, the terms added in k's order.
+/// count, width a multiple of 16: 16 columns of every row's sums at a time in registers (kRows x 2
+/// vectors), each row of m loaded once for all the rows, the terms added in k's order.
 template <int kRows>
 NEEDLE_RT_AVX2 inline void avx2_combine_rows(const float *coef, int64_t row_step, int64_t k_step, const float *m,
                                              int64_t count, int64_t width, float *out) {
-  for (int64_t c = 0; c < width; c += 32) {
-    __m256 acc[kRows][4];
+  for (int64_t c = 0; c < width; c += 16) {
+    __m256 acc[kRows][2];
 #pragma GCC unroll 4
     for (int i = 0; i < kRows; ++i)
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v)
-        acc[i][v] = _mm256_setzero_ps();
+      acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t k = 0; k < count; ++k) {
-      const float *mk = m + k * width + c;
+      const __m256 m0 = _mm256_loadu_ps(m + k * width + c), m1 = _mm256_loadu_ps(m + k * width + c + 8);
 #pragma GCC unroll 4
       for (int i = 0; i < kRows; ++i) {
         const __m256 f = _mm256_broadcast_ss(coef + i * row_step + k * k_step);
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v)
-          acc[i][v] = _mm256_fmadd_ps(f, _mm256_loadu_ps(mk + 8 * v), acc[i][v]);
+        acc[i][0] = _mm256_fmadd_ps(f, m0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(f, m1, acc[i][1]);
       }
     }
 #pragma GCC unroll 4
-    for (int i = 0; i < kRows; ++i)
-#pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v)
-        _mm256_storeu_ps(out + i * width + c + 8 * v, acc[i][v]);
+    for (int i = 0; i < kRows; ++i) {
+      _mm256_storeu_ps(out + i * width + c, acc[i][0]);
+      _mm256_storeu_ps(out + i * width + c + 8, acc[i][1]);
+    }
   }
 }
 
-/// avx2_combine_rows for `rows` rows, 3 at a time (12 chains of FMAs hide their latency; 20%
-/// faster than pairs on 32 x 32), then what is left.
+/// avx2_combine_rows for `rows` rows, 4 at a time (8 chains of FMAs, 11 registers: of 2 x 4, 3 x
+/// 4, 4 x 2 and 6 x 2 rows x vectors, the fastest under both GCC and Clang on 32 x 32; Clang
+/// spills one of 3 x 4's), then one at a time.
 NEEDLE_RT_AVX2 inline void avx2_combine_all_rows(const float *coef, int64_t row_step, int64_t k_step, const float *m,
                                                  int64_t count, int64_t rows, int64_t width, float *out) {
   int64_t r = 0;
-  for (; r + 3 <= rows; r += 3)
-    avx2_combine_rows<3>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
-  if (rows - r == 2)
-    avx2_combine_rows<2>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
-  else if (rows - r == 1)
+  for (; r + 4 <= rows; r += 4)
+    avx2_combine_rows<4>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
+  for (; r < rows; ++r)
     avx2_combine_rows<1>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
 }
 
-/// kronecker with AVX2 and FMA for bb a multiple of 32 (else kronecker): the same two products,
+/// kronecker with AVX2 and FMA for bb a multiple of 16 (else kronecker): the same two products,
 /// T = Z wb (row a of T = Σ_b z[a·bb + b] · row b of wb) and out = waᵀ T (row r = Σ_a wa[a·ba + r]
 /// · row a of T).
 NEEDLE_RT_AVX2 inline void kronecker_avx2(const float *z, const float *wa, const float *wb, int64_t ba, int64_t bb,
                                           float *tmp, float *out) {
-  if (bb % 32 != 0)
+  if (bb % 16 != 0)
     return kronecker(z, wa, wb, ba, bb, tmp, out);
   avx2_combine_all_rows(z, bb, 1, wb, bb, ba, bb, tmp);
   avx2_combine_all_rows(wa, 1, ba, tmp, ba, ba, bb, out);

@@ -287,16 +287,14 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
 }
 
 /// Points the attention calls whose dv fills whole vectors, the Hadamard calls whose group does
-/// and the Kronecker MLPs whose factor width fills runs of 4 vectors at the runtime's AVX2
-/// kernels (needle_rt::attention_avx2, hadamard_avx2, kron_mlp_flat_avx2: the same arguments),
-/// which serve a CPU with AVX2 better than Halide's (docs/performance.md); the others stay with
-/// Halide.
+/// and the Kronecker MLPs at the runtime's AVX2 kernels (needle_rt::attention_avx2,
+/// hadamard_avx2, kron_mlp_flat_avx2: the same arguments), which serve a CPU with AVX2 better
+/// than Halide's (docs/performance.md); the others stay with Halide.
 void useAvx2Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
     const bool attention = call.kernel == "attention" && call.args[6].value % 8 == 0; // (q, k, v, heads, kv, dqk, dv
     const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0;   // (in, n, group, out)
-    const bool kron = call.kernel == "kron_mlp_flat" && call.args[3].value % 32 == 0; // (d_model, n, ba, bb, ...
-    if (attention || hadamard || kron)
+    if (attention || hadamard || call.kernel == "kron_mlp_flat")
       call.kernel += "_avx2";
   });
 }

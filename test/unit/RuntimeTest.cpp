@@ -796,9 +796,9 @@ TEST(Runtime, KronMlpNeedleShape) { checkKronMlp(768, 32, 32); }
 TEST(Runtime, KroneckerAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  // Factor widths of 1 and 2 runs of 32 columns; rows in threes with 0, 1 and 2 left over; a
-  // width the AVX2 kernel leaves to the portable one.
-  for (auto [ba, bb] : {std::pair<int64_t, int64_t>{32, 32}, {3, 64}, {4, 32}, {5, 32}, {1, 32}, {4, 8}}) {
+  // Factor widths of 1, 2 and 4 runs of 16 columns; rows in fours with 0 to 3 left over; a width
+  // the AVX2 kernel leaves to the portable one.
+  for (auto [ba, bb] : {std::pair<int64_t, int64_t>{32, 32}, {8, 16}, {3, 64}, {6, 32}, {5, 32}, {1, 16}, {4, 8}}) {
     const std::string tag = "kronecker_avx2 " + std::to_string(ba) + "x" + std::to_string(bb);
     const Vec z = normals(tag + " z", ba * bb), wa = normals(tag + " wa", ba * ba), wb = normals(tag + " wb", bb * bb);
     Vec tmp(ba * bb, 1e30f), got(ba * bb, 1e30f);
@@ -831,8 +831,9 @@ TEST(Runtime, KronMlpAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   checkKronMlp(768, 32, 32, needle_rt::kron_mlp_avx2);
-  checkKronMlp(90, 3, 32, needle_rt::kron_mlp_avx2); // n = 96 > D
-  checkKronMlp(24, 4, 8, needle_rt::kron_mlp_avx2);  // the portable Kronecker, silu 8 at a time
+  checkKronMlp(90, 3, 32, needle_rt::kron_mlp_avx2);  // n = 96 > D
+  checkKronMlp(128, 8, 16, needle_rt::kron_mlp_avx2); // the tiny preset's shape
+  checkKronMlp(24, 4, 8, needle_rt::kron_mlp_avx2);   // the portable Kronecker, silu 8 at a time
 }
 #endif
 
