@@ -732,6 +732,11 @@ NEEDLE_RT_AVX2 inline void cq4x8_decode(const Cq4Planes &p, __m256i indices, __m
   out[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(high01, high23));
 }
 
+/// Columns 32q..32q+31 of a CQ4 group (vector q/2, nibble q%2), decoded as 4 vectors of 8.
+NEEDLE_RT_AVX2 inline void cq4x8_decode_quarter(const Cq4Planes &p, const uint8_t *group, int q, __m256 out[4]) {
+  cq4x8_decode(p, cq4x8_nibbles(load256(group + 32 * (q / 2)), q % 2), out);
+}
+
 /// Adds kStreams CQ2 vectors of words of one row into acc, stream s's words at words + 32·s and
 /// its columns at x + 128·s, looked up in tables[s] (the codebook scaled by the stream's group
 /// norm). An FMA's latency is 4, so the sums run in 4 chains: each stream's steps are dealt over
@@ -785,9 +790,9 @@ NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint1
   for (int64_t g = 0; g < count; ++g) {
     __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) { // vector q/2, nibble q%2: columns 32q..32q+31 of the group
+    for (int q = 0; q < 4; ++q) {
       __m256 w[4];
-      cq4x8_decode(p, cq4x8_nibbles(load256(row + 64 * g + 32 * (q / 2)), q % 2), w);
+      cq4x8_decode_quarter(p, row + 64 * g, q, w);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k)
         s[k] = _mm256_fmadd_ps(w[k], _mm256_loadu_ps(x + cq_group * g + 32 * q + 8 * k), s[k]);
@@ -818,6 +823,7 @@ NEEDLE_RT_AVX2 inline void cqx8_matvec_on_avx2(const uint8_t *packed, const uint
     int64_t r = 0;
     for (; r + 8 <= rows; r += 8) {
       __m256 sums[8];
+#pragma GCC unroll 8
       for (int64_t i = 0; i < 8; ++i)
         sums[i] = cqx8_row_block_avx2(block + 16 * kBits * count * (r + i), block_norms + count * (r + i), count, t, x);
       _mm256_storeu_ps(y + r, _mm256_add_ps(_mm256_loadu_ps(y + r), avx2_lane_sums8(sums)));
@@ -880,15 +886,19 @@ NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uin
 template <int kTokens>
 NEEDLE_RT_AVX2 inline void cq4x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
                                                    const Cq4Planes &p, const float *x, int64_t stride, float *y) {
+  if constexpr (kTokens == 1) { // one sum alone would be one chain: the one-token kernel's 4 instead
+    y[0] += avx2_lane_sum(cqx8_row_block_avx2(row, norms, count, p, x));
+    return;
+  }
   __m256 s[kTokens];
 #pragma GCC unroll 8
   for (int j = 0; j < kTokens; ++j)
     s[j] = _mm256_setzero_ps();
   for (int64_t g = 0; g < count; ++g) {
     const __m256 norm = _mm256_set1_ps(_cvtsh_ss(norms[g]));
-    for (int q = 0; q < 4; ++q) { // vector q/2, nibble q%2: columns 32q..32q+31 of the group
+    for (int q = 0; q < 4; ++q) {
       __m256 w[4];
-      cq4x8_decode(p, cq4x8_nibbles(load256(row + 64 * g + 32 * (q / 2)), q % 2), w);
+      cq4x8_decode_quarter(p, row + 64 * g, q, w);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const __m256 weights = _mm256_mul_ps(w[k], norm);
@@ -1900,13 +1910,15 @@ NEEDLE_RT_AVX2 inline void kronecker_avx2(const float *z, const float *wa, const
 }
 
 /// silu_in_place 8 at a time: σ(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so
-/// avx2_exp only sees e^-|x|.
+/// avx2_exp only sees e^-|x|. Below its clamp (|x| > 87.3, where e^-|x| is under the smallest
+/// normal float) e^-|x| counts as 0, so silu of a very negative x is -0 as in the portable kernel
+/// (not x times the clamp's e^-87.3).
 NEEDLE_RT_AVX2 inline void silu_in_place_avx2(float *x, int64_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f), clamp = _mm256_set1_ps(-87.3f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 e = avx2_exp(_mm256_or_ps(v, sign));     // e^-|x|
+    const __m256 v = _mm256_loadu_ps(x + i), minus_abs = _mm256_or_ps(v, sign);
+    const __m256 e = _mm256_and_ps(avx2_exp(minus_abs), _mm256_cmp_ps(minus_abs, clamp, _CMP_GE_OQ)); // e^-|x|
     const __m256 numerator = _mm256_blendv_ps(one, e, v); // x < 0 (its sign bit): e
     _mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_mul_ps(v, numerator), _mm256_add_ps(one, e)));
   }

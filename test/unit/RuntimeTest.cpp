@@ -326,6 +326,7 @@ void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &
   for (int bits : {2, 4}) {
     for (int64_t n : {1, 2, 4, 5, 15})
       checkCqMatmul(bits, 13, 200, n, kernel, layout, name);
+    checkCqMatmul(bits, 16, 200, 1, kernel, layout, name); // rows a multiple of 8, nothing left over
     for (int64_t n : {1, 8}) {
       checkCqMatmul(bits, 64, 384, n, kernel, layout, name); // one short block (3 groups)
       checkCqMatmul(bits, 9, 1100, n, kernel, layout, name); // two whole blocks and a short one (9 groups)
@@ -803,7 +804,11 @@ TEST(Runtime, KroneckerAvx2) {
     const Vec z = normals(tag + " z", ba * bb), wa = normals(tag + " wa", ba * ba), wb = normals(tag + " wb", bb * bb);
     Vec tmp(ba * bb, 1e30f), got(ba * bb, 1e30f);
     needle_rt::kronecker_avx2(z.data(), wa.data(), wb.data(), ba, bb, tmp.data(), got.data());
-    expectClose(got, ref::kronecker(z, wa, wb, ba, bb), 1e-5, tag);
+    const Vec want = ref::kronecker(z, wa, wb, ba, bb);
+    expectClose(got, want, 1e-5, tag);
+    Vec inPlace = z; // out may be z
+    needle_rt::kronecker_avx2(inPlace.data(), wa.data(), wb.data(), ba, bb, tmp.data(), inPlace.data());
+    expectClose(inPlace, want, 1e-5, tag + " in place");
   }
 }
 
@@ -815,6 +820,7 @@ TEST(Runtime, SiluAvx2) {
   for (double v = -120; v <= 120; v += 0.37)
     x.push_back(static_cast<float>(v));
   x.push_back(0.0f), x.push_back(-0.0f), x.push_back(1e-30f), x.push_back(-1e-30f);
+  x.push_back(-1e30f), x.push_back(-1e38f); // past avx2_exp's clamp: silu is -0, not x·e^-87.3
   x.push_back(std::numeric_limits<float>::infinity());
   Vec got = x;
   needle_rt::silu_in_place_avx2(got.data(), static_cast<int64_t>(got.size()));
@@ -825,6 +831,11 @@ TEST(Runtime, SiluAvx2) {
     else
       EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "silu(" << x[i] << ")";
   }
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  needle_rt::silu_in_place_avx2(&nan, 1); // the scalar tail
+  Vec nans(8, std::numeric_limits<float>::quiet_NaN());
+  needle_rt::silu_in_place_avx2(nans.data(), 8);
+  EXPECT_TRUE(std::isnan(nan) && std::isnan(nans[0]) && std::isnan(nans[7])) << "silu(NaN) stays NaN";
 }
 
 TEST(Runtime, KronMlpAvx2) {

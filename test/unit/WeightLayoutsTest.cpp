@@ -2,6 +2,7 @@
 // the fast mode's CqLut16),
 // against positions worked out by hand, and the re-laying of a program's weights into them.
 #include "codegen/Lower/WeightLayouts.h"
+#include "runtime/needle_runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -208,6 +209,27 @@ TEST(WeightLayouts, CqX8FourBitsByteOrderOfTheByteLookup) {
   want[50] = 0x07;
   want[35] = 0xf0;
   EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1, 4), want);
+}
+
+TEST(WeightLayouts, CqX8ReadsBackEveryColumnItWasGiven) {
+  // Whatever the byte order, the runtime's CqX8 reader must hand back each column's own index.
+  // Pattern p gives column c the index (c >> bits·p) mod 2^bits: together the patterns spell out
+  // all 7 bits of c, so every column of a group is told apart.
+  for (int bits : {2, 4})
+    for (int pattern = 0; bits * pattern < 7; ++pattern) {
+      const unsigned mask = (1u << bits) - 1u;
+      auto index = [&](int64_t column) { return static_cast<unsigned>(column >> (bits * pattern)) & mask; };
+      std::vector<uint8_t> packed(16 * bits, 0); // the file: little-endian within bytes
+      for (int64_t i = 0; i < 128; ++i)
+        packed[i * bits / 8] |= static_cast<uint8_t>(index(i) << (i * bits % 8));
+      const std::vector<uint8_t> group = interleaveCqX8(packed.data(), 1, 1, bits);
+      std::vector<int> seen(128, 0);
+      needle_rt::CqX8{bits}.for_each_index(group.data(), [&](int, int column, uint32_t got) {
+        ++seen[column];
+        EXPECT_EQ(got, index(column)) << "bits " << bits << " pattern " << pattern << " column " << column;
+      });
+      EXPECT_EQ(seen, std::vector<int>(128, 1)) << "bits " << bits << ": each column once";
+    }
 }
 
 TEST(WeightLayouts, CqLut16Cq2PairCodesByRowInTiles) {
