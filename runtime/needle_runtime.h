@@ -886,10 +886,6 @@ NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uin
 template <int kTokens>
 NEEDLE_RT_AVX2 inline void cq4x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
                                                    const Cq4Planes &p, const float *x, int64_t stride, float *y) {
-  if constexpr (kTokens == 1) { // one sum alone would be one chain: the one-token kernel's 4 instead
-    y[0] += avx2_lane_sum(cqx8_row_block_avx2(row, norms, count, p, x));
-    return;
-  }
   __m256 s[kTokens];
 #pragma GCC unroll 8
   for (int j = 0; j < kTokens; ++j)
@@ -943,16 +939,14 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
   }
 }
 
-/// cqx8_matmul with the codebook as `Table`: one token alone, else runs of 4 tokens (2 CQ2 rows x
-/// 4 tokens of sums fill 8 of the 16 vector registers, the most that leaves room for the decoded
-/// columns), then one of 2 and 1 as needed.
+/// cqx8_matmul with the codebook as `Table`: runs of 4 tokens (2 CQ2 rows x 4 tokens of sums fill
+/// 8 of the 16 vector registers, the most that leaves room for the decoded columns), then one of
+/// 2 as needed; a token left alone (or a call of one) takes the one-token kernel.
 template <int kBits, typename Table>
 NEEDLE_RT_AVX2 inline void cqx8_matmul_on_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t,
                                                int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride,
                                                int64_t n) {
   const int64_t groups = cq_groups(cols);
-  if (n == 1)
-    return cqx8_matvec_on_avx2<kBits>(packed, norms, t, rows, groups, x_rot, y);
   int64_t j = 0;
   for (; j + 4 <= n; j += 4)
     cqx8_tokens_avx2<kBits, 4>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
@@ -961,7 +955,7 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_on_avx2(const uint8_t *packed, const uint
     j += 2;
   }
   if (j < n)
-    cqx8_tokens_avx2<kBits, 1>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
+    cqx8_matvec_on_avx2<kBits>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride);
 }
 
 /// cqx8_matmul with AVX2, FMA and F16C (bits 2 or 4).
