@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -245,21 +246,26 @@ inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t
   return first * items + i * count + g % block;
 }
 
-/// CqX8: CQ2 and CQ4 re-laid by needlec for 8 vector lanes.
-///   - CQ2: a group is a vector of 8 little-endian 32-bit words; column 8m + l of the group is at
-///     bits 2m..2m+1 of word l. Shifted right by 2m, the words hold the indices of 8 consecutive
-///     columns in their low bits: one shift and one table lookup decode 8 columns
-///     (cq2x8_lookup).
-///   - CQ4: a group is 2 vectors of 32 bytes; column 64v + 32h + 8k + l is nibble h (0 low, 1
-///     high) of byte cq4_byte(k, l) of vector v. That is the order in which a byte lookup per
-///     byte of the float and two rounds of unpacking within 128-bit halves (cq4x8_decode) hand
-///     back 32 indices' entries as 4 vectors of 8 consecutive columns.
+/// Deals tokens j.. of n into runs for a batched kernel: run(std::integral_constant<int, k>{}, j)
+/// for runs of k = kLongest tokens while they last, then one run of each smaller power of two that
+/// fits (kLongest a power of two): runs of 8 take 15 tokens as 8 + 4 + 2 + 1.
+template <int kLongest, typename Run> inline void token_runs(int64_t n, Run run, int64_t j = 0) {
+  for (; j + kLongest <= n; j += kLongest)
+    run(std::integral_constant<int, kLongest>{}, j);
+  if constexpr (kLongest > 1)
+    token_runs<kLongest / 2>(n, run, j);
+}
+
+/// CqX8: CQ4 re-laid by needlec for 8 vector lanes (the exact mode's; its CQ2 takes CqLut16).
+///   - A group is 2 vectors of 32 bytes; column 64v + 32h + 8k + l is nibble h (0 low, 1 high)
+///     of byte cq4_byte(k, l) of vector v. That is the order in which a byte lookup per byte of
+///     the float and two rounds of unpacking within 128-bit halves (cq4x8_decode) hand back 32
+///     indices' entries as 4 vectors of 8 consecutive columns.
 ///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
 ///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
 ///     inputs (per token) stay in L1. The norms follow the same order.
 struct CqX8 {
-  int bits; // 2 or 4
-  static constexpr int64_t block = 4;
+  static constexpr int64_t block = 4, group_bytes = 64;
   /// The byte of a CQ4 vector that holds column 8k + l of its 32 (per nibble).
   static constexpr int64_t cq4_byte(int64_t k, int64_t l) { return l < 4 ? 4 * k + l : 12 + 4 * k + l; }
   /// Where row r's group g is, counted in groups (and in norms).
@@ -267,29 +273,17 @@ struct CqX8 {
     return cq_block_offset(rows, groups, r, g, block);
   }
   const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
-    return packed + 16 * bits * offset(rows, groups, r, g);
+    return packed + group_bytes * offset(rows, groups, r, g);
   }
   int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const { return offset(rows, groups, r, g); }
   /// Calls visit(l, column, index) for the 128 columns of one group, column = 8m + l, 8
   /// consecutive columns at a time (one per vector lane, so sums kept per l are independent
   /// chains).
   template <typename Visit> void for_each_index(const uint8_t *group, Visit visit) const {
-    if (bits == 4) {
-      for (int m = 0; m < 16; ++m) // m = 8v + 4h + k
-#pragma GCC unroll 8
-        for (int l = 0; l < 8; ++l)
-          visit(l, 8 * m + l, (group[32 * (m / 8) + cq4_byte(m % 4, l)] >> (4 * (m / 4 % 2))) & 15u);
-      return;
-    }
-    uint32_t words[8];
-    for (int l = 0; l < 8; ++l) {
-      const uint8_t *w = group + 4 * l;
-      words[l] = w[0] | (w[1] << 8) | (w[2] << 16) | (static_cast<uint32_t>(w[3]) << 24);
-    }
-    for (int m = 0; m < 16; ++m)
+    for (int m = 0; m < 16; ++m) // m = 8v + 4h + k
 #pragma GCC unroll 8
       for (int l = 0; l < 8; ++l)
-        visit(l, 8 * m + l, (words[l] >> (2 * m)) & 3u);
+        visit(l, 8 * m + l, (group[32 * (m / 8) + cq4_byte(m % 4, l)] >> (4 * (m / 4 % 2))) & 15u);
   }
   float group_dot(const uint8_t *p, const float *c, const float *x) const {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -416,6 +410,40 @@ struct CqLut16 {
   }
 };
 
+/// A CqLut16 matrix read row by row, as cq_matvec_in and cq_matmul_in read a layout (the exact
+/// mode's CQ2 in plain C++, cqlut_exact_matmul_portable). Row r's bytes are r % 16 bytes into
+/// each half of each chunk of its tile's group, so a row's group is that group seen from there.
+struct CqLut16Rows {
+  int bits; // 2 or 4
+  const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
+    const int64_t at = CqLut16::offset(CqLut16::tiles(rows), groups, r / CqLut16::tile, g);
+    return packed + CqLut16::tile_group_bytes(bits) * at + r % CqLut16::tile;
+  }
+  int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const {
+    return CqLut16::tile * CqLut16::offset(CqLut16::tiles(rows), groups, r / CqLut16::tile, g) + r % CqLut16::tile;
+  }
+  /// Σ_i c[idx_i] x[i] over the group, a unit's columns added first (CQ2: c[a]·x0 + c[b]·x1, the
+  /// AVX2 kernel's table entry), in 8 chains (as CqX8's lanes: shorter chains, smaller rounding).
+  float group_dot(const uint8_t *p, const float *c, const float *x) const {
+    const int per_unit = 4 / bits, mask = (1 << bits) - 1;
+    float chain[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int u = 0; u < 32 * bits; ++u) {
+      const unsigned code = CqLut16::code(p, 0, u);
+      float entry = 0.0f;
+      for (int j = 0; j < per_unit; ++j)
+        entry += c[(code >> (bits * j)) & mask] * x[per_unit * u + j];
+      chain[u % 8] += entry;
+    }
+    return ((chain[0] + chain[1]) + (chain[2] + chain[3])) + ((chain[4] + chain[5]) + (chain[6] + chain[7]));
+  }
+  void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
+    const int per_unit = 4 / bits, mask = (1 << bits) - 1;
+    for (int u = 0; u < 32 * bits; ++u)
+      for (int j = 0; j < per_unit; ++j)
+        out[(per_unit * u + j) * stride] = c[(CqLut16::code(p, 0, u) >> (bits * j)) & mask];
+  }
+};
+
 /// The fast mode's lookup table of one group of x_rot (128 floats) for a CQ2 or CQ4 codebook:
 /// entry k of unit u is Σ_j c[(k >> bits·j) & mask] x[u·(4/bits) + j] (for CQ2,
 /// c[k & 3] x0 + c[k >> 2] x1), quantized to int8 with one scale for the whole group (the
@@ -444,6 +472,42 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
 template <int kBits, int kTokens> using CqLutTables = int8_t[kTokens][CqLut16::block][16 * 32 * kBits];
 template <int kTokens> using CqLutScales = float[kTokens][CqLut16::block];
 
+/// The number of groups in the CqLut16 block that starts at group g0.
+inline int64_t cqlut_block_count(int64_t groups, int64_t g0) {
+  return groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
+}
+
+/// Stores (in a matrix's first block) or adds tile t's sums out[j][0..16) into y's rows 16t..
+/// for kTokens tokens (token j's j·stride floats after token 0's), leaving out rows past `rows`.
+template <int kTokens>
+inline void cqlut_tile_to_y(const float (*out)[CqLut16::tile], int64_t t, int64_t rows, bool first_block, float *y,
+                            int64_t stride) {
+  const int64_t first = CqLut16::tile * t, live = rows - first < CqLut16::tile ? rows - first : CqLut16::tile;
+  for (int j = 0; j < kTokens; ++j) {
+    float *yt = y + j * stride + first;
+    for (int64_t r = 0; r < live; ++r)
+      yt[r] = first_block ? out[j][r] : yt[r] + out[j][r];
+  }
+}
+
+/// The pass every CqLut16 kernel makes over a matrix, block by block: prepare(g0, count) for the
+/// block of `count` groups at g0 (building its tables), then tile(at, g0, count, out) for each tile
+/// (its groups `at` tile groups into the matrix), whose sums out[j][0..16) are stored or added
+/// into kTokens tokens' y (cqlut_tile_to_y).
+template <int kTokens, typename Prepare, typename Tile>
+inline void cqlut_each_tile(int64_t rows, int64_t groups, float *y, int64_t stride, Prepare prepare, Tile tile) {
+  float out[kTokens][CqLut16::tile];
+  const int64_t tiles = CqLut16::tiles(rows);
+  for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
+    const int64_t count = cqlut_block_count(groups, g0);
+    prepare(g0, count);
+    for (int64_t t = 0; t < tiles; ++t) {
+      tile(CqLut16::offset(tiles, groups, t, g0), g0, count, out);
+      cqlut_tile_to_y<kTokens>(out, t, rows, g0 == 0, y, stride);
+    }
+  }
+}
+
 /// kTokens tokens' y (token j's j·stride floats after token 0's) on the fast mode's kernels
 /// `Lut` (Lut::table builds a group's table, Lut::tile sums one tile over a block): block by
 /// block, the tokens' tables of the block's groups, then every tile's sums over them, added into
@@ -454,25 +518,17 @@ inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const flo
                          int64_t groups, const float *x_rot, float *y, int64_t stride) {
   alignas(32) CqLutTables<kBits, kTokens> tables;
   CqLutScales<kTokens> scale;
-  float out[kTokens][CqLut16::tile];
-  const int64_t tiles = CqLut16::tiles(rows);
-  for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
-    const int64_t count = groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
-    for (int j = 0; j < kTokens; ++j)
-      for (int64_t i = 0; i < count; ++i)
-        scale[j][i] = Lut::template table<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t first = CqLut16::tile * t, live = rows - first < CqLut16::tile ? rows - first : CqLut16::tile;
-      const int64_t at = CqLut16::offset(tiles, groups, t, g0);
-      Lut::template tile<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at,
-                                         count, tables, scale, out);
-      for (int j = 0; j < kTokens; ++j) {
-        float *yt = y + j * stride + first;
-        for (int64_t r = 0; r < live; ++r)
-          yt[r] = g0 == 0 ? out[j][r] : yt[r] + out[j][r];
-      }
-    }
-  }
+  cqlut_each_tile<kTokens>(
+      rows, groups, y, stride,
+      [&](int64_t g0, int64_t count) {
+        for (int j = 0; j < kTokens; ++j)
+          for (int64_t i = 0; i < count; ++i)
+            scale[j][i] = Lut::template table<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
+      },
+      [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
+        Lut::template tile<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at,
+                                           count, tables, scale, out);
+      });
 }
 
 /// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
@@ -482,16 +538,12 @@ template <typename Lut>
 inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                             int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   const int64_t groups = cq_groups(cols);
-  int64_t j = 0;
-  for (; j + 2 <= n; j += 2)
+  token_runs<2>(n, [&](auto tokens, int64_t j) {
     if (bits == 2)
-      cqlut_tokens<Lut, 2, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+      cqlut_tokens<Lut, 2, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
     else
-      cqlut_tokens<Lut, 4, 2>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  if (j < n && bits == 2)
-    cqlut_tokens<Lut, 2, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  else if (j < n)
-    cqlut_tokens<Lut, 4, 1>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+      cqlut_tokens<Lut, 4, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  });
 }
 
 /// The fast mode's tables in plain C++ (cqlut_group_table), for the kernels without their own.
@@ -643,12 +695,20 @@ inline void cqlut_matmul_portable(const uint8_t *packed, const uint16_t *norms, 
   cqlut_matmul_on<CqLutPortable>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
+/// The exact mode's needle.cq_matmul for n tokens on a CQ2 (or CQ4) matrix in the CqLut16 layout,
+/// in plain C++ (cq_matmul_in CqLut16Rows).
+inline void cqlut_exact_matmul_portable(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                                        int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride,
+                                        int64_t n) {
+  cq_matmul_in(CqLut16Rows{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+}
+
 #if NEEDLE_RT_X86_KERNELS
-// AVX2 kernels on the CqX8 layout. Each function carries its own target attribute, so the
-// runtime compiles without -mavx2: the object backend calls them only for a CPU with AVX2, FMA and
-// F16C (codegen/Object), and C++ compiled for such a CPU reaches them through the #if in
-// cqx8_matmul. A group takes 16·bits bytes, so a block of `count` groups of row r starts
-// 16·bits·count·r bytes into the block.
+// AVX2 kernels. Each function carries its own target attribute, so the runtime compiles without
+// -mavx2: the object backend calls them only for a CPU with AVX2, FMA and F16C (codegen/Object),
+// and C++ compiled for such a CPU reaches them through the #if in cqx8_matmul, cqlut_matmul and
+// cqlut_exact_matmul. On CqX8 (CQ4), a block of `count` groups of row r starts 64·count·r bytes
+// into the block.
 #define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 /// The largest of a vector's 8 lanes.
@@ -678,19 +738,6 @@ NEEDLE_RT_AVX2 inline __m256 avx2_lane_sums8(const __m256 v[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(b0, b1, 0x20), _mm256_permute2f128_ps(b0, b1, 0x31));
 }
 
-/// The CQ2 codebook as cq2x8_lookup wants it: c repeated in both 128-bit halves.
-struct Cq2Table {
-  __m256 c;
-};
-
-NEEDLE_RT_AVX2 inline Cq2Table cq2x8_table(const float *c) {
-  return {_mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3])};
-}
-
-/// c[index] for the 8 columns whose indices are the low 2 bits of `words`' lanes (vpermilps reads
-/// only those, so the bits above need no mask).
-NEEDLE_RT_AVX2 inline __m256 cq2x8_lookup(Cq2Table t, __m256i words) { return _mm256_permutevar_ps(t.c, words); }
-
 /// The CQ4 codebook as byte planes for cq4x8_decode: plane k holds byte k of each of the 16
 /// entries, in both 128-bit halves.
 struct Cq4Planes {
@@ -711,19 +758,14 @@ NEEDLE_RT_AVX2 inline Cq4Planes cq4x8_planes(const float *c) {
   return p;
 }
 
-/// The indices of nibble h (0 low, 1 high) of a vector of CQ4 words, one per byte.
-NEEDLE_RT_AVX2 inline __m256i cq4x8_nibbles(__m256i words, int h) {
-  const __m256i low = _mm256_set1_epi8(15);
-  return _mm256_and_si256(h ? _mm256_srli_epi16(words, 4) : words, low);
-}
-
-/// c[index] for 32 indices, one per byte: vpshufb looks each byte plane up (16 entries, so the
-/// lookup is one instruction per plane), and two rounds of unpacking interleave the planes' bytes
-/// into floats. Within 128-bit halves, so out[k] lane l holds the entry of byte 4k + l (l < 4) or
-/// 16 + 4k + l - 4 (l >= 4): the order the CqX8 layout stores CQ4 columns in.
-NEEDLE_RT_AVX2 inline void cq4x8_decode(const Cq4Planes &p, __m256i indices, __m256 out[4]) {
-  const __m256i b0 = _mm256_shuffle_epi8(p.plane[0], indices), b1 = _mm256_shuffle_epi8(p.plane[1], indices);
-  const __m256i b2 = _mm256_shuffle_epi8(p.plane[2], indices), b3 = _mm256_shuffle_epi8(p.plane[3], indices);
+/// The floats whose 4 bytes are looked up in byte planes p0..p3 (plane k: byte k of 16 floats,
+/// per 128-bit half) by the 32 indices of `indices`, one per byte (below 16): vpshufb looks each
+/// plane up, two rounds of unpacking interleave the planes' bytes into floats. Within 128-bit
+/// halves, so out[k] lane l holds the entry of byte 4k + l (l < 4) or 16 + 4k + l - 4 (l >= 4).
+NEEDLE_RT_AVX2 inline void avx2_plane_lookup(__m256i p0, __m256i p1, __m256i p2, __m256i p3, __m256i indices,
+                                             __m256 out[4]) {
+  const __m256i b0 = _mm256_shuffle_epi8(p0, indices), b1 = _mm256_shuffle_epi8(p1, indices);
+  const __m256i b2 = _mm256_shuffle_epi8(p2, indices), b3 = _mm256_shuffle_epi8(p3, indices);
   const __m256i low01 = _mm256_unpacklo_epi8(b0, b1), high01 = _mm256_unpackhi_epi8(b0, b1);
   const __m256i low23 = _mm256_unpacklo_epi8(b2, b3), high23 = _mm256_unpackhi_epi8(b2, b3);
   out[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(low01, low23));
@@ -732,53 +774,22 @@ NEEDLE_RT_AVX2 inline void cq4x8_decode(const Cq4Planes &p, __m256i indices, __m
   out[3] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(high01, high23));
 }
 
+/// The indices of nibble h (0 low, 1 high) of a vector of CQ4 words, one per byte.
+NEEDLE_RT_AVX2 inline __m256i cq4x8_nibbles(__m256i words, int h) {
+  const __m256i low = _mm256_set1_epi8(15);
+  return _mm256_and_si256(h ? _mm256_srli_epi16(words, 4) : words, low);
+}
+
+/// c[index] for 32 indices, one per byte (avx2_plane_lookup on the codebook's planes: 16 entries,
+/// so one vpshufb per plane): out[k] lane l holds the entry of byte cq4_byte(k, l), the order the
+/// CqX8 layout stores CQ4 columns in.
+NEEDLE_RT_AVX2 inline void cq4x8_decode(const Cq4Planes &p, __m256i indices, __m256 out[4]) {
+  avx2_plane_lookup(p.plane[0], p.plane[1], p.plane[2], p.plane[3], indices, out);
+}
+
 /// Columns 32q..32q+31 of a CQ4 group (vector q/2, nibble q%2), decoded as 4 vectors of 8.
 NEEDLE_RT_AVX2 inline void cq4x8_decode_quarter(const Cq4Planes &p, const uint8_t *group, int q, __m256 out[4]) {
   cq4x8_decode(p, cq4x8_nibbles(load256(group + 32 * (q / 2)), q % 2), out);
-}
-
-/// Adds kStreams CQ2 vectors of words of one row into acc, stream s's words at words + 32·s and
-/// its columns at x + 128·s, looked up in tables[s] (the codebook scaled by the stream's group
-/// norm). An FMA's latency is 4, so the sums run in 4 chains: each stream's steps are dealt over
-/// 4/kStreams of them (3 streams use 3).
-template <int kStreams>
-NEEDLE_RT_AVX2 inline void cq2x8_streams_avx2(const uint8_t *words, const Cq2Table *tables, const float *x,
-                                              __m256 acc[4]) {
-  constexpr int kSplit = kStreams == 3 ? 1 : 4 / kStreams;
-  __m256i w[kStreams];
-#pragma GCC unroll 4
-  for (int s = 0; s < kStreams; ++s)
-    w[s] = load256(words + 32 * s);
-#pragma GCC unroll 16
-  for (int m = 0; m < 16; m += kSplit)
-#pragma GCC unroll 4
-    for (int u = 0; u < kSplit; ++u)
-#pragma GCC unroll 4
-      for (int s = 0; s < kStreams; ++s) {
-        const __m256 inputs = _mm256_loadu_ps(x + cq_group * s + 8 * (m + u));
-        acc[kSplit * s + u] = _mm256_fmadd_ps(cq2x8_lookup(tables[s], w[s]), inputs, acc[kSplit * s + u]);
-        w[s] = _mm256_srli_epi32(w[s], 2);
-      }
-}
-
-/// One CQ2 row's Σ over a block of `count` groups for one token (x at the block), as 8 partial
-/// sums. The codebook is scaled by each group's norm up front, so the groups add into the same 4
-/// chains and the row ends in 3 additions.
-NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, Cq2Table t,
-                                                 const float *x) {
-  Cq2Table scaled[CqX8::block];
-  for (int64_t g = 0; g < count; ++g)
-    scaled[g] = {_mm256_mul_ps(t.c, _mm256_set1_ps(_cvtsh_ss(norms[g])))};
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  if (count == 4)
-    cq2x8_streams_avx2<4>(row, scaled, x, acc);
-  else if (count == 3)
-    cq2x8_streams_avx2<3>(row, scaled, x, acc);
-  else if (count == 2)
-    cq2x8_streams_avx2<2>(row, scaled, x, acc);
-  else
-    cq2x8_streams_avx2<1>(row, scaled, x, acc);
-  return _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
 }
 
 /// One CQ4 row's Σ over a block of `count` groups for one token (x at the block), as 8 partial
@@ -808,81 +819,35 @@ inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
   return groups - g < CqX8::block ? groups - g : CqX8::block;
 }
 
-/// cqx8_matmul_avx2 for one token, the codebook as `Table`: block by block, every row's partial
-/// sum, 8 rows' sums reduced at once.
-template <int kBits, typename Table>
-NEEDLE_RT_AVX2 inline void cqx8_matvec_on_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t,
-                                               int64_t rows, int64_t groups, const float *x_rot, float *y) {
+/// cqx8_matmul_avx2 for one token: block by block, every row's partial sum, 8 rows' sums reduced
+/// at once.
+NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const Cq4Planes &t,
+                                            int64_t rows, int64_t groups, const float *x_rot, float *y) {
   for (int64_t r = 0; r < rows; ++r)
     y[r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
     const int64_t count = cqx8_block_count(groups, g);
     const float *x = x_rot + g * cq_group;
-    const uint8_t *block = packed + 16 * kBits * g * rows; // row r's groups are count·r groups on
+    const uint8_t *block = packed + CqX8::group_bytes * g * rows; // row r's groups are count·r groups on
     const uint16_t *block_norms = norms + g * rows;
     int64_t r = 0;
     for (; r + 8 <= rows; r += 8) {
       __m256 sums[8];
 #pragma GCC unroll 8
       for (int64_t i = 0; i < 8; ++i)
-        sums[i] = cqx8_row_block_avx2(block + 16 * kBits * count * (r + i), block_norms + count * (r + i), count, t, x);
+        sums[i] = cqx8_row_block_avx2(block + CqX8::group_bytes * count * (r + i), block_norms + count * (r + i), count,
+                                      t, x);
       _mm256_storeu_ps(y + r, _mm256_add_ps(_mm256_loadu_ps(y + r), avx2_lane_sums8(sums)));
     }
     for (; r < rows; ++r)
-      y[r] += avx2_lane_sum(cqx8_row_block_avx2(block + 16 * kBits * count * r, block_norms + count * r, count, t, x));
+      y[r] += avx2_lane_sum(
+          cqx8_row_block_avx2(block + CqX8::group_bytes * count * r, block_norms + count * r, count, t, x));
   }
 }
 
-/// kRows CQ2 rows' Σ over a block of `count` groups (row i's groups 32·count·i bytes after row
-/// 0's), added to y[j·stride + i] for kTokens tokens (x at the block, token j's j·stride floats
-/// on): each 8 columns of a row are decoded once for all the tokens, from the codebook scaled by
-/// their group's norm, and each 8 inputs are loaded once for all the rows.
-template <int kRows, int kTokens>
-NEEDLE_RT_AVX2 inline void cq2x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count, Cq2Table t,
-                                                   const float *x, int64_t stride, float *y) {
-  // The loops over rows and tokens unroll (GCC keeps s in memory otherwise), so s lives in
-  // registers.
-  __m256 s[kRows][kTokens];
-#pragma GCC unroll 8
-  for (int i = 0; i < kRows; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < kTokens; ++j)
-      s[i][j] = _mm256_setzero_ps();
-  for (int64_t g = 0; g < count; ++g) {
-    Cq2Table scaled[kRows]; // the codebook times the group's norm, row by row
-    __m256i words[kRows];
-#pragma GCC unroll 8
-    for (int i = 0; i < kRows; ++i) {
-      scaled[i] = {_mm256_mul_ps(t.c, _mm256_set1_ps(_cvtsh_ss(norms[count * i + g])))};
-      words[i] = load256(row + 32 * (count * i + g));
-    }
-    for (int m = 0; m < 16; ++m) {
-      __m256 w[kRows];
-#pragma GCC unroll 8
-      for (int i = 0; i < kRows; ++i) {
-        w[i] = cq2x8_lookup(scaled[i], words[i]);
-        words[i] = _mm256_srli_epi32(words[i], 2);
-      }
-      const float *xm = x + cq_group * g + 8 * m;
-#pragma GCC unroll 8
-      for (int j = 0; j < kTokens; ++j) {
-        const __m256 xj = _mm256_loadu_ps(xm + j * stride);
-#pragma GCC unroll 8
-        for (int i = 0; i < kRows; ++i)
-          s[i][j] = _mm256_fmadd_ps(w[i], xj, s[i][j]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < kRows; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < kTokens; ++j)
-      y[j * stride + i] += avx2_lane_sum(s[i][j]);
-}
-
-/// One CQ4 row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens as in
-/// cq2x8_block_tokens_avx2, a row at a time (a row's 4 decoded vectors and the sums fill the
-/// registers); the decoded columns are scaled by their group's norm.
+/// One CQ4 row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens (x at
+/// the block, token j's j·stride floats on): each 32 columns are decoded once for all the tokens
+/// and scaled by their group's norm (a row's 4 decoded vectors and the sums fill the registers).
 template <int kTokens>
 NEEDLE_RT_AVX2 inline void cq4x8_block_tokens_avx2(const uint8_t *row, const uint16_t *norms, int64_t count,
                                                    const Cq4Planes &p, const float *x, int64_t stride, float *y) {
@@ -910,62 +875,38 @@ NEEDLE_RT_AVX2 inline void cq4x8_block_tokens_avx2(const uint8_t *row, const uin
     y[j * stride] += avx2_lane_sum(s[j]);
 }
 
-/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block (CQ2 rows in
-/// pairs): the tokens' inputs in a block (8 KB for 4) stay in L1 while every row passes over them.
-template <int kBits, int kTokens, typename Table>
-NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t, int64_t rows,
-                                            int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  constexpr bool kCq2 = kBits == 2;
-  constexpr int64_t kGroupBytes = 16 * kBits;
+/// kTokens tokens' y (token j's j·stride floats after token 0's), block by block: the tokens'
+/// inputs in a block (8 KB for 4) stay in L1 while every row passes over them.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const Cq4Planes &t,
+                                            int64_t rows, int64_t groups, const float *x_rot, float *y,
+                                            int64_t stride) {
   for (int64_t j = 0; j < kTokens; ++j)
     for (int64_t r = 0; r < rows; ++r)
       y[j * stride + r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
     const int64_t count = cqx8_block_count(groups, g);
-    const float *x = x_rot + g * cq_group;
-    int64_t r = 0;
-    if constexpr (kCq2)
-      for (; r + 2 <= rows; r += 2) {
-        const int64_t at = g * rows + count * r;
-        cq2x8_block_tokens_avx2<2, kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
-      }
-    for (; r < rows; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = g * rows + count * r;
-      if constexpr (kCq2)
-        cq2x8_block_tokens_avx2<1, kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
-      else
-        cq4x8_block_tokens_avx2<kTokens>(packed + kGroupBytes * at, norms + at, count, t, x, stride, y + r);
+      cq4x8_block_tokens_avx2<kTokens>(packed + CqX8::group_bytes * at, norms + at, count, t, x_rot + g * cq_group,
+                                       stride, y + r);
     }
   }
 }
 
-/// cqx8_matmul with the codebook as `Table`: runs of 4 tokens (2 CQ2 rows x 4 tokens of sums fill
-/// 8 of the 16 vector registers, the most that leaves room for the decoded columns), then one of
-/// 2 as needed; a token left alone (or a call of one) takes the one-token kernel.
-template <int kBits, typename Table>
-NEEDLE_RT_AVX2 inline void cqx8_matmul_on_avx2(const uint8_t *packed, const uint16_t *norms, const Table &t,
-                                               int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride,
-                                               int64_t n) {
-  const int64_t groups = cq_groups(cols);
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    cqx8_tokens_avx2<kBits, 4>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  if (j + 2 <= n) {
-    cqx8_tokens_avx2<kBits, 2>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
-    j += 2;
-  }
-  if (j < n)
-    cqx8_matvec_on_avx2<kBits>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride);
-}
-
-/// cqx8_matmul with AVX2, FMA and F16C (bits 2 or 4).
+/// cqx8_matmul with AVX2, FMA and F16C (bits 4): runs of 4 tokens, then one of 2 as needed; a
+/// token left alone (or a call of one) takes the one-token kernel.
 NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                            int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                            int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
                                             int64_t stride, int64_t n) {
-  if (bits == 2)
-    cqx8_matmul_on_avx2<2>(packed, norms, cq2x8_table(codebook), rows, cols, x_rot, y, stride, n);
-  else
-    cqx8_matmul_on_avx2<4>(packed, norms, cq4x8_planes(codebook), rows, cols, x_rot, y, stride, n);
+  const Cq4Planes t = cq4x8_planes(codebook);
+  const int64_t groups = cq_groups(cols);
+  token_runs<4>(n, [&](auto tokens, int64_t j) {
+    if constexpr (tokens == 1)
+      cqx8_matvec_avx2(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride);
+    else
+      cqx8_tokens_avx2<tokens>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  });
 }
 
 // AVX2 kernels on the CqLut16 layout (the fast mode, --activations int8).
@@ -1098,6 +1039,161 @@ NEEDLE_RT_AVX2 inline void cqlut_matmul_avx2(const uint8_t *packed, const uint16
   cqlut_matmul_on<CqLutAvx2>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
+// The exact mode's CQ2 on the CqLut16 layout with AVX2: float pair tables as byte planes.
+
+/// A CQ2 group's pair tables as cq2_exact_tile_avx2 reads them: unit u's 16 float entries
+/// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] (cqlut_entries_avx2) cut into their 4 bytes, byte b of
+/// units 4q + 2h and 4q + 2h + 1 in the two 128-bit halves of plane 8q + 4h + b: the halves that
+/// chunk q's nibble h indexes (CqLut16). 4 KB per group.
+using Cq2PairPlanes = __m256i[128];
+
+NEEDLE_RT_AVX2 inline void cq2_pair_planes_avx2(const CqLutCodebook &c, const float *x, __m256i *planes) {
+  // Per 128-bit half of 4 floats: dword b gathers byte b of each.
+  const __m256i by_byte = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9,
+                                           13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int i = 0; i < 32; ++i, planes += 4) { // units 2i (low halves) and 2i + 1 (high halves)
+    __m256 a0, a1, b0, b1;
+    cqlut_entries_avx2<2>(c, x, 2 * i, a0, a1);
+    cqlut_entries_avx2<2>(c, x, 2 * i + 1, b0, b1);
+    // Entries 4m..4m+3 of both units, then a 4 x 4 transpose of dwords per half.
+    const __m256i e0 = _mm256_shuffle_epi8(_mm256_castps_si256(_mm256_permute2f128_ps(a0, b0, 0x20)), by_byte);
+    const __m256i e1 = _mm256_shuffle_epi8(_mm256_castps_si256(_mm256_permute2f128_ps(a0, b0, 0x31)), by_byte);
+    const __m256i e2 = _mm256_shuffle_epi8(_mm256_castps_si256(_mm256_permute2f128_ps(a1, b1, 0x20)), by_byte);
+    const __m256i e3 = _mm256_shuffle_epi8(_mm256_castps_si256(_mm256_permute2f128_ps(a1, b1, 0x31)), by_byte);
+    const __m256i t0 = _mm256_unpacklo_epi32(e0, e1), t1 = _mm256_unpackhi_epi32(e0, e1);
+    const __m256i t2 = _mm256_unpacklo_epi32(e2, e3), t3 = _mm256_unpackhi_epi32(e2, e3);
+    _mm256_store_si256(planes, _mm256_unpacklo_epi64(t0, t2));
+    _mm256_store_si256(planes + 1, _mm256_unpackhi_epi64(t0, t2));
+    _mm256_store_si256(planes + 2, _mm256_unpacklo_epi64(t1, t3));
+    _mm256_store_si256(planes + 3, _mm256_unpackhi_epi64(t1, t3));
+  }
+}
+
+/// One token's sums of one CqLut16 tile (16 CQ2 rows) over a block of `count` groups, in float:
+/// per 32-byte chunk and nibble, 16 rows x 2 units' entries looked up in the pair tables' planes
+/// (avx2_plane_lookup: 3 shuffles per 8 entries, and an add, for 16 weights) and added; per
+/// group, each row's two halves added and scaled by its norm. A shuffle yields 16 weights'
+/// products here against 8 for a codebook lookup and FMA (docs/performance.md).
+NEEDLE_RT_AVX2 inline void cq2_exact_tile_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                               const Cq2PairPlanes *planes, float *out) {
+  __m256 low_rows = _mm256_setzero_ps(), high_rows = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(2)) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    // acc[k]: rows 4k..4k+3 of the even units | of the odd units
+    for (int q = 0; q < 16; ++q) {
+      const __m256i codes = load256(tile + 32 * q);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256i *p = planes[g] + 8 * q + 4 * h;
+        __m256 entries[4];
+        avx2_plane_lookup(_mm256_load_si256(p), _mm256_load_si256(p + 1), _mm256_load_si256(p + 2),
+                          _mm256_load_si256(p + 3), cq4x8_nibbles(codes, h), entries);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k)
+          acc[k] = _mm256_add_ps(acc[k], entries[k]);
+      }
+    }
+    const __m256 n0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g)));
+    const __m256 n1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g + 8)));
+    const __m256 low = _mm256_add_ps(_mm256_permute2f128_ps(acc[0], acc[1], 0x20),
+                                     _mm256_permute2f128_ps(acc[0], acc[1], 0x31)); // rows 0..7
+    const __m256 high = _mm256_add_ps(_mm256_permute2f128_ps(acc[2], acc[3], 0x20),
+                                      _mm256_permute2f128_ps(acc[2], acc[3], 0x31)); // rows 8..15
+    low_rows = _mm256_fmadd_ps(low, n0, low_rows);
+    high_rows = _mm256_fmadd_ps(high, n1, high_rows);
+  }
+  _mm256_storeu_ps(out, low_rows);
+  _mm256_storeu_ps(out + 8, high_rows);
+}
+
+/// kTokens tokens' sums of 8 rows (half `half` of a CqLut16 tile of 16 CQ2 rows) over a block of
+/// `count` groups (x at the block, token j's j·stride floats on), decoded and multiplied: the low
+/// bytes of a chunk half hold 8 rows' codes of 4 columns (two units), one per 2 bits; widened to
+/// 32 bits, shifted and looked up in the codebook (vpermilps reads a lane's low 2 bits) they give
+/// the rows' weights of one column, scaled by the rows' norms once for all the tokens.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cq2_exact_rows8_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count, int half,
+                                                const float *codebook, const float *x, int64_t stride,
+                                                float (*out)[CqLut16::tile]) {
+  const __m256 c = _mm256_broadcast_ps(reinterpret_cast<const __m128 *>(codebook)); // in both halves
+  __m256 acc[kTokens];
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    acc[j] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(2), x += cq_group) {
+    const __m256 norm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(norms + 16 * g + 8 * half)));
+    for (int q = 0; q < 16; ++q)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) { // units 4q + h (low nibbles) and 4q + 2 + h (high)
+        const __m256i codes =
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(tile + 32 * q + 16 * h + 8 * half)));
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) { // columns 8q + 2h + s (s < 2) and 8q + 4 + 2h + s - 2
+          const __m256 w = _mm256_mul_ps(_mm256_permutevar_ps(c, _mm256_srli_epi32(codes, 2 * s)), norm);
+          const float *column = x + 8 * q + 2 * h + (s < 2 ? s : s + 2);
+#pragma GCC unroll 8
+          for (int j = 0; j < kTokens; ++j)
+            acc[j] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(column + j * stride), acc[j]);
+        }
+      }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < kTokens; ++j)
+    _mm256_storeu_ps(out[j] + 8 * half, acc[j]);
+}
+
+/// cqlut_exact_matmul_avx2 for one CQ2 token, on the pair tables: block by block, the tables of
+/// the block's groups (16 KB), then every tile's sums over them.
+NEEDLE_RT_AVX2 inline void cq2_exact_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                 int64_t rows, int64_t groups, const float *x_rot, float *y) {
+  alignas(32) Cq2PairPlanes planes[CqLut16::block];
+  const CqLutCodebook c = cqlut_codebook_avx2<2>(codebook);
+  cqlut_each_tile<1>(
+      rows, groups, y, 0,
+      [&](int64_t g0, int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+          cq2_pair_planes_avx2(c, x_rot + (g0 + i) * cq_group, planes[i]);
+      },
+      [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
+        cq2_exact_tile_avx2(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, planes,
+                            out[0]);
+      });
+}
+
+/// cqlut_exact_matmul_avx2 for kTokens CQ2 tokens (token j's x_rot and y j·stride floats after
+/// token 0's), decoded and multiplied: each tile's rows 8 at a time, each column's weights decoded
+/// once for all the tokens, whose inputs in a block (2 KB each) stay in L1.
+template <int kTokens>
+NEEDLE_RT_AVX2 inline void cq2_exact_tokens_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                 int64_t rows, int64_t groups, const float *x_rot, float *y,
+                                                 int64_t stride) {
+  cqlut_each_tile<kTokens>(
+      rows, groups, y, stride, [](int64_t, int64_t) {},
+      [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
+        for (int half = 0; half < 2; ++half)
+          cq2_exact_rows8_avx2<kTokens>(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count,
+                                        half, codebook, x_rot + g0 * cq_group, stride, out);
+      });
+}
+
+/// cqlut_exact_matmul with AVX2, FMA and F16C. CQ2: runs of 8 tokens decoded and multiplied, then
+/// one of 4 and of 2 as needed (8 sums and a decoded column fit the 16 registers; a decoded column
+/// serves every token of its run), a token alone on the pair tables; CQ4, which needlec lays as
+/// CqX8 instead, in plain C++.
+NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                   int64_t stride, int64_t n) {
+  if (bits != 2)
+    return cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  const int64_t groups = cq_groups(cols);
+  token_runs<8>(n, [&](auto tokens, int64_t j) {
+    if constexpr (tokens == 1)
+      cq2_exact_matvec_avx2(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
+    else
+      cq2_exact_tokens_avx2<tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  });
+}
+
 /// fwht's butterflies between lanes kHalf (1, 2 or 4) apart inside each 8-float vector: the lower
 /// lane of each pair takes a + b, the upper a − b, from the pair's lanes swapped into t.
 template <int kHalf> NEEDLE_RT_AVX2 inline __m256 avx2_butterflies(__m256 x) {
@@ -1147,13 +1243,24 @@ inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
 #endif
 }
 
-/// needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqX8 layout.
-inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                        int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+/// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode).
+inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, [[maybe_unused]] int bits,
+                        int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
-  cq_matmul_in(CqX8{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+  cq_matmul_in(CqX8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+#endif
+}
+
+/// The exact mode's needle.cq_matmul for n tokens on a CQ2 matrix in the CqLut16 layout: AVX2
+/// where the compiler targets it, else cqlut_exact_matmul_portable.
+inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                               int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cqlut_exact_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#else
+  cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif
 }
 

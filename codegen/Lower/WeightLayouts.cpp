@@ -45,26 +45,25 @@ std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t row
 
 namespace {
 
-/// Where CqX8 keeps column i = 8m + l of a group: the byte, and the shift within it.
-std::pair<int64_t, int> cqx8Place(int bits, int64_t i) {
+/// Where CqX8 keeps CQ4 column i = 8m + l of a group (m = 8v + 4h + k: nibble h of byte
+/// cq4_byte(k, l) of vector v): the byte, and the shift within it.
+std::pair<int64_t, int> cqx8Place(int64_t i) {
   const int64_t m = i / 8, l = i % 8;
-  if (bits == 2) // bits 2m..2m+1 of word l
-    return {4 * l + m / 4, static_cast<int>(2 * (m % 4))};
-  // m = 8v + 4h + k: nibble h of byte cq4_byte(k, l) of vector v
   return {32 * (m / 8) + needle_rt::CqX8::cq4_byte(m % 4, l), static_cast<int>(4 * (m / 4 % 2))};
 }
 
 } // namespace
 
-std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
-  const int64_t groupBytes = 16 * bits;
+std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups) {
+  constexpr int bits = 4;
+  constexpr int64_t groupBytes = needle_rt::CqX8::group_bytes;
   std::vector<uint8_t> out(static_cast<size_t>(rows * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t *in = packed + (r * groups + g) * groupBytes;
       uint8_t *group = &out[static_cast<size_t>(groupBytes * blockOffset(rows, groups, r, g))];
       for (int64_t i = 0; i < kGroup; ++i) {
-        const auto [byte, shift] = cqx8Place(bits, i);
+        const auto [byte, shift] = cqx8Place(i);
         group[byte] |= static_cast<uint8_t>(fileIndex(in, bits, i) << shift);
       }
     }
@@ -159,11 +158,15 @@ namespace {
 using PackedLayout = std::vector<uint8_t> (*)(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows, int64_t groups);
 
-/// Re-lays every CQ2 and CQ4 matvec's packed indices by `packed` and norms by `norms`, and
-/// points the calls at `matmul`: a batch's (cq_matmul) as it is, one token's (cq_matvec) as a
-/// batch of one (stride 0, n 1), so each layout needs one kernel entry point per target.
-void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norms, const std::string &matmul) {
-  auto fits = [](const KernelCall &call) { return call.args[3].value == 2 || call.args[3].value == 4; };
+/// Re-lays the packed indices of every CQ matvec at one of the widths `bits` by `packed` and its
+/// norms by `norms`, and points the calls at `matmul`: a batch's (cq_matmul) as it is, one
+/// token's (cq_matvec) as a batch of one (stride 0, n 1), so each layout needs one kernel entry
+/// point per target.
+void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLayout packed, NormsLayout norms,
+                 const std::string &matmul) {
+  auto fits = [bits](const KernelCall &call) {
+    return std::find(bits.begin(), bits.end(), call.args[3].value) != bits.end();
+  };
   CqRelayout layout;
   layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
     return packed(bytes, call.args[4].value, cqGroups(call), static_cast<int>(call.args[3].value));
@@ -186,11 +189,14 @@ void useCq24Layout(KernelProgram &program, PackedLayout packed, NormsLayout norm
 } // namespace
 
 void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
-  useCq24Layout(program, interleaveCqX8, blockCqX8Norms, matmul);
+  auto cq4 = [](const uint8_t *packed, int64_t rows, int64_t groups, int) {
+    return interleaveCqX8(packed, rows, groups);
+  };
+  useCqLayout(program, {4}, cq4, blockCqX8Norms, matmul);
 }
 
-void useCqLut16Layout(KernelProgram &program, const std::string &matmul) {
-  useCq24Layout(program, tileCqLut16, blockCqLut16Norms, matmul);
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul) {
+  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul);
 }
 
 } // namespace needle

@@ -24,23 +24,21 @@ enum class Activations { Float, Int8 };
 std::vector<uint8_t> tileRows(const uint8_t *rowMajor, int64_t rows, int64_t rowElements, int64_t elementBytes,
                               int64_t tile);
 
-/// The CqX8 layout of a CQ2 or CQ4 matrix (`bits`) of `rows` rows of `groups` groups
-/// (needle_rt::CqX8, docs/targets.md): each group's 128 indices, packed little-endian within the
-/// bytes in the file, are re-laid for the AVX2 kernels' decoding (CQ2: column 8m + l at bits 2m
-/// of 32-bit word l; CQ4: column 64v + 32h + 8k + l at nibble h of byte CqX8::cq4_byte(k, l) of
-/// vector v); and the groups are cut into blocks of 4 (the last may hold fewer), each block
-/// holding every row's groups in it, row after row.
-std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
+/// The CqX8 layout of a CQ4 matrix of `rows` rows of `groups` groups (needle_rt::CqX8,
+/// docs/targets.md): each group's 128 indices, packed little-endian within the bytes in the
+/// file, are re-laid for the AVX2 kernel's decoding (column 64v + 32h + 8k + l at nibble h of
+/// byte CqX8::cq4_byte(k, l) of vector v); and the groups are cut into blocks of 4 (the last may
+/// hold fewer), each block holding every row's groups in it, row after row.
+std::vector<uint8_t> interleaveCqX8(const uint8_t *packed, int64_t rows, int64_t groups);
 
 /// The norms [rows][groups] (fp16) of a matrix in the CqX8 layout's block order.
 std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// The CqLut16 layout of a CQ2 or CQ4 matrix (needle_rt::CqLut16, docs/targets.md), the fast
-/// mode's: units of 4/bits columns with 4-bit codes (their indices, the first lowest); rows in
-/// tiles of 16 (the last padded with zero codes); a tile's group is 8·bits chunks of 32 bytes,
-/// byte 16·h + r of chunk q holding row r's codes of units 4q + h (low nibble) and 4q + 2 + h
-/// (high); the groups in blocks of 4, each block holding every tile's groups in it, tile after
-/// tile.
+/// mode's (and the exact mode's CQ2): units of 4/bits columns with 4-bit codes (their indices, the first lowest); rows
+/// in tiles of 16 (the last padded with zero codes); a tile's group is 8·bits chunks of 32 bytes, byte 16·h + r of
+/// chunk q holding row r's codes of units 4q + h (low nibble) and 4q + 2 + h (high); the groups in blocks of 4, each
+/// block holding every tile's groups in it, tile after tile.
 std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The norms [rows][groups] (fp16) of a matrix in the CqLut16 layout's order: 16 per tile's
@@ -65,12 +63,13 @@ struct CqRelayout {
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout);
 
-/// Points every CQ2 and CQ4 matvec of `program` at the CqX8 layout and at `matmul`, the kernel
-/// that reads it (needle_rt::cqx8_matmul's signature); a one-token call becomes a batch of one.
+/// Points every CQ4 matvec of `program` at the CqX8 layout and at `matmul`, the kernel that reads
+/// it (needle_rt::cqx8_matmul's signature); a one-token call becomes a batch of one.
 void useCqX8Layout(KernelProgram &program, const std::string &matmul);
 
-/// Points every CQ2 and CQ4 matvec of `program` at the CqLut16 layout (the fast mode,
-/// --activations int8) and at `matmul`, its kernel; a one-token call becomes a batch of one.
-void useCqLut16Layout(KernelProgram &program, const std::string &matmul);
+/// Points every CQ matvec of `program` at one of the widths `bits` (2 and 4 in the fast mode,
+/// --activations int8; 2 in the exact mode) at the CqLut16 layout and at `matmul`, its kernel
+/// (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call becomes a batch of one.
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul);
 
 } // namespace needle

@@ -273,7 +273,8 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
   return std::string(buffer.str());
 }
 
-/// Whether the runtime's AVX2 kernels (needle_rt::cqx8_matmul_avx2 and cqlut_matmul_avx2) can run
+/// Whether the runtime's AVX2 kernels (needle_rt::cqlut_exact_matmul_avx2, cqx8_matmul_avx2 and
+/// cqlut_matmul_avx2) can run
 /// on the target's CPU.
 bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
@@ -312,9 +313,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
   if (options.activations == Activations::Int8) { // the same algorithm on every target, SIMD or not
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
-    useCqLut16Layout(program, "cqlut_matmul" + suffix);
-  } else if (avx2)
+    useCqLut16Layout(program, {2, 4}, "cqlut_matmul" + suffix);
+  } else if (avx2) {
+    useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");
     useCqX8Layout(program, "cqx8_matmul_avx2");
+  }
   if (avx2)
     useAvx2Kernels(program);
   if (options.kernels == KernelChoice::Native)

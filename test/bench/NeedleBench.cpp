@@ -109,10 +109,10 @@ void BM_ReferenceDecode(benchmark::State &state) {
 
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
-/// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel on the CqX8 layout (what
-/// the native kernels call for CQ2 and CQ4 on x86-64 with AVX2); 2, the fast mode's AVX2 kernel on
-/// the CqLut16 layout (--activations int8). Reports weights/s (one pass over the matrix serves the
-/// n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
+/// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
+/// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
+/// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8). Reports weights/s (one pass
+/// over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
@@ -121,9 +121,10 @@ void BM_RuntimeCq(benchmark::State &state) {
   if (choice > 0 &&
       !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
     return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  const auto kernel = choice == 2   ? needle_rt::cqlut_matmul_avx2
-                      : choice == 1 ? needle_rt::cqx8_matmul_avx2
-                                    : needle_rt::cq_matmul;
+  const auto kernel = choice == 2                ? needle_rt::cqlut_matmul_avx2
+                      : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
+                      : choice == 1              ? needle_rt::cqx8_matmul_avx2
+                                                 : needle_rt::cq_matmul;
 #else
   if (choice > 0)
     return state.SkipWithError("the AVX2 kernels are x86-64's");
@@ -134,12 +135,13 @@ void BM_RuntimeCq(benchmark::State &state) {
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
-  const std::vector<uint8_t> packed = choice == 2   ? tileCqLut16(m.indices.data(), rows, groups, bits)
-                                      : choice == 1 ? interleaveCqX8(m.indices.data(), rows, groups, bits)
-                                                    : m.indices;
-  const std::vector<uint8_t> norms = choice == 2   ? blockCqLut16Norms(fileNorms, rows, groups)
-                                     : choice == 1 ? blockCqX8Norms(fileNorms, rows, groups)
-                                                   : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
+  const bool lut = choice == 2 || (choice == 1 && bits == 2), x8 = choice == 1 && bits == 4;
+  const std::vector<uint8_t> packed = lut  ? tileCqLut16(m.indices.data(), rows, groups, bits)
+                                      : x8 ? interleaveCqX8(m.indices.data(), rows, groups)
+                                           : m.indices;
+  const std::vector<uint8_t> norms = lut  ? blockCqLut16Norms(fileNorms, rows, groups)
+                                     : x8 ? blockCqX8Norms(fileNorms, rows, groups)
+                                          : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
   std::vector<float> io = randomNormals(3, "x", n * stride, 1.0); // token j: x_rot, then y
   for (auto _ : state) {
     kernel(packed.data(), reinterpret_cast<const uint16_t *>(norms.data()), book.data(), bits, rows, cols, io.data(),

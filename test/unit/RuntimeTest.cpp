@@ -216,8 +216,13 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
 using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *,
                                 float *, int64_t, int64_t);
 
-/// The layouts a CQ matmul kernel reads: the file's, and the two needlec re-lays CQ2 and CQ4 into.
+/// The layouts a CQ matmul kernel reads: the file's, and the two needlec re-lays CQ2 and CQ4 into
+/// (CqX8 CQ4 only).
 enum class CqLayout { File, CqX8, CqLut16 };
+
+/// How close a CQ matmul kernel must come to the reference: as float sums in another order, or
+/// within the fast mode's bound (int8 tables).
+enum class CqAccuracy { Float, Int8Tables };
 
 /// `m`'s packed indices and norms in `layout`.
 std::pair<std::vector<uint8_t>, std::vector<uint16_t>> relaid(const CqMatrix &m, CqLayout layout) {
@@ -226,7 +231,7 @@ std::pair<std::vector<uint8_t>, std::vector<uint16_t>> relaid(const CqMatrix &m,
   const int64_t groups = cq::paddedCols(m.cols) / 128;
   const auto *norms = reinterpret_cast<const uint8_t *>(m.packed.norms.data());
   const std::vector<uint8_t> packed = layout == CqLayout::CqX8
-                                          ? interleaveCqX8(m.packed.indices.data(), m.rows, groups, m.bits)
+                                          ? interleaveCqX8(m.packed.indices.data(), m.rows, groups)
                                           : tileCqLut16(m.packed.indices.data(), m.rows, groups, m.bits);
   const std::vector<uint8_t> blocked =
       layout == CqLayout::CqX8 ? blockCqX8Norms(norms, m.rows, groups) : blockCqLut16Norms(norms, m.rows, groups);
@@ -277,7 +282,8 @@ void expectWithinLutBound(std::span<const float> got, std::span<const float> wan
 // reference matvec of each token alone (the fast mode's kernels: within their bound of it); the
 // floats between them must stay untouched. `kernel` reads `layout`.
 void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKernel kernel = needle_rt::cq_matmul,
-                   CqLayout layout = CqLayout::File, const std::string &name = "cq_matmul") {
+                   CqLayout layout = CqLayout::File, const std::string &name = "cq_matmul",
+                   CqAccuracy accuracy = CqAccuracy::Float) {
   const std::string what = name + " bits=" + std::to_string(bits) + " rows=" + std::to_string(rows) +
                            " cols=" + std::to_string(cols) + " n=" + std::to_string(n);
   const CqMatrix m(what, rows, cols, bits);
@@ -299,7 +305,7 @@ void checkCqMatmul(int bits, int64_t rows, int64_t cols, int64_t n, CqMatmulKern
   for (int64_t j = 0; j < n; ++j) {
     const Vec xRot(x + j * stride, x + j * stride + padded);
     const std::string token = what + " token " + std::to_string(j);
-    if (layout == CqLayout::CqLut16)
+    if (accuracy == CqAccuracy::Int8Tables)
       expectWithinLutBound(std::span(y + j * stride, rows), ref::matvec(m.rotated, rows, xRot), lutErrorBound(m, xRot),
                            token);
     else
@@ -319,43 +325,59 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
   }
 }
 
-/// The shapes the CqX8 and CqLut16 kernels are checked on, at 2 and 4 bits: odd rows (a partial
-/// tile of 16, rows past a multiple of 8), a partial group, one group, one row; blocks of 4
-/// groups whole and short (of 3, 2 and 1 groups); one token, and runs of 8, 4, 2 and 1.
-void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &name) {
-  for (int bits : {2, 4}) {
+/// The shapes the CqX8 and CqLut16 kernels are checked on, at the widths `widths`: odd rows (a
+/// partial tile of 16, rows past a multiple of 8), a partial group, one group, one row; blocks of
+/// 4 groups whole and short (of 3, 2 and 1 groups); one token, and runs of 8, 4, 2 and 1.
+void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &name, std::initializer_list<int> widths,
+                     CqAccuracy accuracy = CqAccuracy::Float) {
+  for (int bits : widths) {
+    auto check = [&](int64_t rows, int64_t cols, int64_t n) {
+      checkCqMatmul(bits, rows, cols, n, kernel, layout, name, accuracy);
+    };
     for (int64_t n : {1, 2, 4, 5, 15})
-      checkCqMatmul(bits, 13, 200, n, kernel, layout, name);
-    checkCqMatmul(bits, 16, 200, 1, kernel, layout, name); // rows a multiple of 8, nothing left over
+      check(13, 200, n);
+    check(16, 200, 1); // rows a multiple of 8 (and of 16), nothing left over
     for (int64_t n : {1, 8}) {
-      checkCqMatmul(bits, 64, 384, n, kernel, layout, name); // one short block (3 groups)
-      checkCqMatmul(bits, 9, 1100, n, kernel, layout, name); // two whole blocks and a short one (9 groups)
-      checkCqMatmul(bits, 37, 640, n, kernel, layout, name); // two whole tiles of 16 and a partial one
+      check(64, 384, n); // one short block (3 groups)
+      check(9, 1100, n); // two whole blocks and a short one (9 groups)
+      check(37, 640, n); // two whole tiles of 16 and a partial one
     }
-    checkCqMatmul(bits, 5, 1024, 17, kernel, layout, name); // two whole blocks; 8 + 8 + 1 tokens
-    checkCqMatmul(bits, 7, 128, 3, kernel, layout, name);
-    checkCqMatmul(bits, 1, 40, 1, kernel, layout, name);
+    check(5, 1024, 17); // two whole blocks; 8 + 8 + 1 tokens
+    check(7, 128, 3);
+    check(1, 40, 1);
   }
 }
 
-TEST(Runtime, CqX8MatmulPortable) {
-  // This file is built for the baseline x86-64 (or another CPU): cqx8_matmul is the portable one.
-  checkCq24Matmul(needle_rt::cqx8_matmul, CqLayout::CqX8, "cqx8_matmul");
+// This file is built for the baseline x86-64 (or another CPU): cqx8_matmul, cqlut_exact_matmul
+// and cqlut_matmul are the portable ones.
+TEST(Runtime, CqX8MatmulPortable) { checkCq24Matmul(needle_rt::cqx8_matmul, CqLayout::CqX8, "cqx8_matmul", {4}); }
+
+TEST(Runtime, CqLut16ExactMatmulPortable) {
+  checkCq24Matmul(needle_rt::cqlut_exact_matmul, CqLayout::CqLut16, "cqlut_exact_matmul", {2, 4});
 }
 
-TEST(Runtime, CqLut16MatmulPortable) { checkCq24Matmul(needle_rt::cqlut_matmul, CqLayout::CqLut16, "cqlut_matmul"); }
+TEST(Runtime, CqLut16MatmulPortable) {
+  checkCq24Matmul(needle_rt::cqlut_matmul, CqLayout::CqLut16, "cqlut_matmul", {2, 4}, CqAccuracy::Int8Tables);
+}
 
 #if NEEDLE_RT_X86_KERNELS
 TEST(Runtime, CqX8MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCq24Matmul(needle_rt::cqx8_matmul_avx2, CqLayout::CqX8, "cqx8_matmul_avx2");
+  checkCq24Matmul(needle_rt::cqx8_matmul_avx2, CqLayout::CqX8, "cqx8_matmul_avx2", {4});
+}
+
+TEST(Runtime, CqLut16ExactMatmulAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // CQ2 on the pair tables; CQ4 (which needlec lays as CqX8) falls back to plain C++.
+  checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx2, CqLayout::CqLut16, "cqlut_exact_matmul_avx2", {2, 4});
 }
 
 TEST(Runtime, CqLut16MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2");
+  checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2", {2, 4}, CqAccuracy::Int8Tables);
 }
 #endif
 

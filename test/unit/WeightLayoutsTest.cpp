@@ -44,55 +44,28 @@ TEST(WeightLayouts, TiledIsAPermutation) {
   EXPECT_EQ(tiled, rows);
 }
 
-/// The file's CQ2 packing of `indices` (4 per byte, little-endian within the byte).
-std::vector<uint8_t> packCq2(const std::vector<unsigned> &indices) {
-  std::vector<uint8_t> packed(indices.size() / 4, 0);
+/// The file's CQ4 packing of `indices` (2 per byte, little-endian within the byte).
+std::vector<uint8_t> packCq4(const std::vector<unsigned> &indices) {
+  std::vector<uint8_t> packed(indices.size() / 2, 0);
   for (size_t k = 0; k < indices.size(); ++k)
-    packed[k / 4] |= static_cast<uint8_t>(indices[k] << (2 * (k % 4)));
+    packed[k / 2] |= static_cast<uint8_t>(indices[k] << (4 * (k % 2)));
   return packed;
 }
 
-TEST(WeightLayouts, InterleavedCq2OneIndex) {
-  // Column 9 = 8·1 + 1 goes to word 1, bits 2..3: byte 4, value 0b1100.
-  std::vector<unsigned> indices(128, 0);
-  indices[9] = 3;
-  std::vector<uint8_t> want(32, 0);
-  want[4] = 0x0C;
-  EXPECT_EQ(interleaveCqX8(packCq2(indices).data(), 1, 1, 2), want);
-}
-
-TEST(WeightLayouts, InterleavedCq2WordsShiftedHoldEightColumnsInOrder) {
-  // One row of two groups of varied indices: word l of group g, shifted right by 2m, holds column
-  // 8m + l.
-  std::vector<unsigned> indices(256);
-  for (size_t k = 0; k < indices.size(); ++k)
-    indices[k] = static_cast<unsigned>((k * 7 + k / 5) % 4);
-  const std::vector<uint8_t> out = interleaveCqX8(packCq2(indices).data(), 1, 2, 2);
-  ASSERT_EQ(out.size(), 64u);
-  for (int g = 0; g < 2; ++g)
-    for (int l = 0; l < 8; ++l) {
-      const uint8_t *word = &out[static_cast<size_t>(g * 32 + 4 * l)];
-      const uint32_t bits = word[0] | (word[1] << 8) | (word[2] << 16) | (static_cast<uint32_t>(word[3]) << 24);
-      for (int m = 0; m < 16; ++m)
-        EXPECT_EQ((bits >> (2 * m)) & 3u, indices[static_cast<size_t>(g * 128 + 8 * m + l)])
-            << g << " " << l << " " << m;
-    }
-}
-
 TEST(WeightLayouts, CqX8BlocksOfFourGroupsRowAfterRow) {
-  // 2 rows of 6 groups: block 0 holds groups 0-3 of row 0, then of row 1; block 1 groups 4-5 of
-  // row 0, then of row 1. Every index of group (r, g) is (r + g) % 4 (one value per group, which
+  // CQ4, 2 rows of 6 groups: block 0 holds groups 0-3 of row 0, then of row 1; block 1 groups
+  // 4-5 of row 0, then of row 1. Every index of group (r, g) is r + g (one value per group, which
   // interleaving keeps: all its bytes read the same), norm (r, g) is 10r + g.
   const int64_t rows = 2, groups = 6;
   std::vector<unsigned> indices;
   std::vector<uint8_t> norms;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
-      indices.insert(indices.end(), 128, static_cast<unsigned>((r + g) % 4));
+      indices.insert(indices.end(), 128, static_cast<unsigned>(r + g));
       norms.push_back(static_cast<uint8_t>(10 * r + g));
       norms.push_back(0);
     }
-  const std::vector<uint8_t> packed = interleaveCqX8(packCq2(indices).data(), rows, groups, 2);
+  const std::vector<uint8_t> packed = interleaveCqX8(packCq4(indices).data(), rows, groups);
   const std::vector<uint8_t> blocked = blockCqX8Norms(norms.data(), rows, groups);
   const int want[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1},
                          {1, 2}, {1, 3}, {0, 4}, {0, 5}, {1, 4}, {1, 5}}; // (row, group) at each place
@@ -100,9 +73,9 @@ TEST(WeightLayouts, CqX8BlocksOfFourGroupsRowAfterRow) {
     const auto [r, g] = want[place];
     EXPECT_EQ(blocked[2 * place], 10 * r + g) << place;
     EXPECT_EQ(blocked[2 * place + 1], 0) << place;
-    const uint8_t byte = static_cast<uint8_t>(((r + g) % 4) * 0x55); // four equal 2-bit indices
-    for (size_t i = 0; i < 32; ++i)
-      EXPECT_EQ(packed[32 * place + i], byte) << place;
+    const uint8_t byte = static_cast<uint8_t>((r + g) * 0x11); // two equal 4-bit indices
+    for (size_t i = 0; i < 64; ++i)
+      EXPECT_EQ(packed[64 * place + i], byte) << place;
   }
 }
 
@@ -167,11 +140,12 @@ TEST(WeightLayouts, RelayCopiesAMatrixOthersRead) {
   EXPECT_EQ(program.step[0].calls[1].args[0].value, 0);
 }
 
-TEST(WeightLayouts, CqX8LayoutTakesCq2AndCq4MatvecsOnly) {
-  // A CQ2 matvec (1 row: 32 bytes at 0), a CQ4 batch (64 bytes at 64) and a CQ3 matvec (48 bytes
-  // at 128): the first two change kernels and bytes, the CQ3 one neither.
+TEST(WeightLayouts, CqX8LayoutTakesCq4MatvecsOnly) {
+  // A CQ4 matvec (1 row: 64 bytes at 0), a CQ4 batch (64 bytes at 64) and a CQ3 matvec (48 bytes
+  // at 128): the first two change kernels and bytes, the CQ3 one neither. (The exact mode's CQ2
+  // takes CqLut16: CqLut16LayoutTakesTheWidthsItIsGiven.)
   KernelProgram program = programOf(
-      {cqCall("cq_matvec", 0, 192, 2, 1), cqCall("cq_matmul", 64, 194, 4, 1), cqCall("cq_matvec", 128, 196, 3, 1)},
+      {cqCall("cq_matvec", 0, 192, 4, 1), cqCall("cq_matmul", 64, 194, 4, 1), cqCall("cq_matvec", 128, 196, 3, 1)},
       256);
   const std::vector<uint8_t> before = program.weights;
   useCqX8Layout(program, "cqx8_matmul");
@@ -186,10 +160,10 @@ TEST(WeightLayouts, CqX8LayoutTakesCq2AndCq4MatvecsOnly) {
   EXPECT_EQ(calls[1].args.size(), 8u); // a batch keeps its arguments
   EXPECT_EQ(calls[2].kernel, "cq_matvec");
   EXPECT_EQ(calls[2].args.size(), 8u);
-  const std::vector<uint8_t> cq2 = interleaveCqX8(before.data(), 1, 1, 2);
-  const std::vector<uint8_t> cq4 = interleaveCqX8(before.data() + 64, 1, 1, 4);
-  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
-  EXPECT_TRUE(std::equal(cq4.begin(), cq4.end(), program.weights.begin() + 64));
+  const std::vector<uint8_t> matvec = interleaveCqX8(before.data(), 1, 1);
+  const std::vector<uint8_t> batch = interleaveCqX8(before.data() + 64, 1, 1);
+  EXPECT_TRUE(std::equal(matvec.begin(), matvec.end(), program.weights.begin()));
+  EXPECT_TRUE(std::equal(batch.begin(), batch.end(), program.weights.begin() + 64));
   EXPECT_TRUE(std::equal(before.begin() + 128, before.end(), program.weights.begin() + 128));
 }
 
@@ -208,27 +182,61 @@ TEST(WeightLayouts, CqX8FourBitsByteOrderOfTheByteLookup) {
   want[21] = 0xa9;
   want[50] = 0x07;
   want[35] = 0xf0;
-  EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1, 4), want);
+  EXPECT_EQ(interleaveCqX8(packed.data(), 1, 1), want);
+}
+
+/// The file's packing of one row of `columns` indices at `bits`, index(c) for column c.
+template <typename Index> std::vector<uint8_t> packRow(int bits, int64_t columns, Index index) {
+  std::vector<uint8_t> packed(static_cast<size_t>(columns * bits / 8), 0); // little-endian within bytes
+  for (int64_t i = 0; i < columns; ++i)
+    packed[static_cast<size_t>(i * bits / 8)] |= static_cast<uint8_t>(index(i) << (i * bits % 8));
+  return packed;
 }
 
 TEST(WeightLayouts, CqX8ReadsBackEveryColumnItWasGiven) {
   // Whatever the byte order, the runtime's CqX8 reader must hand back each column's own index.
-  // Pattern p gives column c the index (c >> bits·p) mod 2^bits: together the patterns spell out
-  // all 7 bits of c, so every column of a group is told apart.
+  // Pattern p gives column c the index (c >> 4p) mod 16: together the patterns spell out all 7
+  // bits of c, so every column of a group is told apart.
+  for (int pattern = 0; pattern < 2; ++pattern) {
+    auto index = [&](int64_t column) { return static_cast<unsigned>(column >> (4 * pattern)) & 15u; };
+    const std::vector<uint8_t> group = interleaveCqX8(packRow(4, 128, index).data(), 1, 1);
+    std::vector<int> seen(128, 0);
+    needle_rt::CqX8{}.for_each_index(group.data(), [&](int, int column, uint32_t got) {
+      ++seen[column];
+      EXPECT_EQ(got, index(column)) << "pattern " << pattern << " column " << column;
+    });
+    EXPECT_EQ(seen, std::vector<int>(128, 1)) << "each column once";
+  }
+}
+
+TEST(WeightLayouts, CqLut16RowsReadsBackEveryColumnOfEveryRow) {
+  // The runtime's row-by-row CqLut16 reader (the exact mode's portable CQ2) must decode each
+  // row's own columns from the tiles, blocks and chunks tileCqLut16 wrote: 19 rows (a padded
+  // second tile) of 5 groups (a block of 4 and one of 1), index (c >> bits·p + r) mod 2^bits for
+  // column c of row r under pattern p, decoded with the codebook c[k] = k.
+  const int64_t rows = 19, groups = 5;
   for (int bits : {2, 4})
     for (int pattern = 0; bits * pattern < 7; ++pattern) {
       const unsigned mask = (1u << bits) - 1u;
-      auto index = [&](int64_t column) { return static_cast<unsigned>(column >> (bits * pattern)) & mask; };
-      std::vector<uint8_t> packed(16 * bits, 0); // the file: little-endian within bytes
-      for (int64_t i = 0; i < 128; ++i)
-        packed[i * bits / 8] |= static_cast<uint8_t>(index(i) << (i * bits % 8));
-      const std::vector<uint8_t> group = interleaveCqX8(packed.data(), 1, 1, bits);
-      std::vector<int> seen(128, 0);
-      needle_rt::CqX8{bits}.for_each_index(group.data(), [&](int, int column, uint32_t got) {
-        ++seen[column];
-        EXPECT_EQ(got, index(column)) << "bits " << bits << " pattern " << pattern << " column " << column;
-      });
-      EXPECT_EQ(seen, std::vector<int>(128, 1)) << "bits " << bits << ": each column once";
+      auto index = [&](int64_t r, int64_t column) {
+        return static_cast<unsigned>((column >> (bits * pattern)) + r) & mask;
+      };
+      std::vector<uint8_t> packed;
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = packRow(bits, 128 * groups, [&](int64_t c) { return index(r, c); });
+        packed.insert(packed.end(), row.begin(), row.end());
+      }
+      const std::vector<uint8_t> tiled = tileCqLut16(packed.data(), rows, groups, bits);
+      const float codebook[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+      const needle_rt::CqLut16Rows layout{bits};
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t g = 0; g < groups; ++g) {
+          std::vector<float> decoded(128, -1.0f);
+          layout.group_decode(layout.group(tiled.data(), rows, groups, r, g), codebook, decoded.data(), 1);
+          for (int64_t i = 0; i < 128; ++i)
+            ASSERT_EQ(decoded[static_cast<size_t>(i)], static_cast<float>(index(r, 128 * g + i)))
+                << "bits " << bits << " pattern " << pattern << " row " << r << " column " << 128 * g + i;
+        }
     }
 }
 
@@ -277,7 +285,7 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   // 2 tiles, more room than the file's, so it reads a copy appended to the weights.
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 2048, 2, 16), cqCall("cq_matmul", 512, 2080, 4, 17)}, 2200);
   const std::vector<uint8_t> before = program.weights;
-  useCqLut16Layout(program, "cqlut_matmul");
+  useCqLut16Layout(program, {2, 4}, "cqlut_matmul");
   const std::vector<KernelCall> &calls = program.step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cqlut_matmul");
   ASSERT_EQ(calls[0].args.size(), 10u); // one token: stride 0, n 1
@@ -296,6 +304,22 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   const std::vector<uint8_t> norms = blockCqLut16Norms(before.data() + 2080, 17, 1);
   ASSERT_GE(calls[1].args[1].value, 2200);
   EXPECT_TRUE(std::equal(norms.begin(), norms.end(), program.weights.begin() + calls[1].args[1].value));
+}
+
+TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
+  // The exact mode lays CQ2 as CqLut16 and CQ4 as CqX8: given {2}, a CQ2 matvec changes kernel
+  // and bytes, a CQ4 one neither.
+  KernelProgram program = programOf({cqCall("cq_matvec", 0, 1536, 2, 16), cqCall("cq_matvec", 512, 1568, 4, 16)}, 1600);
+  const std::vector<uint8_t> before = program.weights;
+  useCqLut16Layout(program, {2}, "cqlut_exact_matmul");
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cqlut_exact_matmul");
+  EXPECT_EQ(calls[0].args.size(), 10u);
+  EXPECT_EQ(calls[1].kernel, "cq_matvec");
+  EXPECT_EQ(calls[1].args.size(), 8u);
+  const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
+  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
+  EXPECT_TRUE(std::equal(before.begin() + 512, before.end(), program.weights.begin() + 512));
 }
 
 } // namespace
