@@ -466,11 +466,11 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   return largest / 127.0f;
 }
 
-/// The tables of a block of groups for kTokens tokens (a group's: 16 entries per unit, 1 KB for
-/// CQ2, 2 KB for CQ4; on the stack, 8 KB per token for CQ4) and their scales, as a CqLut16
-/// kernel's tile function reads them.
-template <int kBits, int kTokens> using CqLutTables = int8_t[kTokens][CqLut16::block][16 * 32 * kBits];
-template <int kTokens> using CqLutScales = float[kTokens][CqLut16::block];
+/// One token's tables of a block of groups (a group's: 16 entries per unit, 1 KB for CQ2, 2 KB
+/// for CQ4) and their scales, as a CqLut16 kernel's tile function reads them for kTokens tokens:
+/// tables[j] and scale[j] token j's.
+template <int kBits> using CqLutBlockTables = int8_t[CqLut16::block][16 * 32 * kBits];
+using CqLutBlockScales = float[CqLut16::block];
 
 /// The number of groups in the CqLut16 block that starts at group g0.
 inline int64_t cqlut_block_count(int64_t groups, int64_t g0) {
@@ -509,15 +509,17 @@ inline void cqlut_each_tile(int64_t rows, int64_t groups, float *y, int64_t stri
 }
 
 /// kTokens tokens' y (token j's j·stride floats after token 0's) on the fast mode's kernels
-/// `Lut` (Lut::table builds a group's table, Lut::tile sums one tile over a block): block by
-/// block, the tokens' tables of the block's groups, then every tile's sums over them, added into
-/// y. A block's tables (4 KB for CQ2, 8 KB for CQ4, per token) stay in L1 while its weights
-/// stream.
+/// `Lut` (Lut::table builds a group's table, Lut::tile sums one tile over a block for 1 or 2
+/// tokens): block by block, the tokens' tables of the block's groups, then every tile's sums
+/// over them, 2 tokens at a time, added into y. A tile's weights of a block (2 KB for CQ2, 4 KB
+/// for CQ4) stay in L1 while every pair of the tokens passes over them, so the weights stream
+/// once per kTokens tokens; the tables (4 KB for CQ2, 8 KB for CQ4, per token, on the stack) stay
+/// in L1 or L2.
 template <typename Lut, int kBits, int kTokens>
 inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
                          int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  alignas(32) CqLutTables<kBits, kTokens> tables;
-  CqLutScales<kTokens> scale;
+  alignas(32) CqLutBlockTables<kBits> tables[kTokens];
+  CqLutBlockScales scale[kTokens];
   cqlut_each_tile<kTokens>(
       rows, groups, y, stride,
       [&](int64_t g0, int64_t count) {
@@ -526,19 +528,22 @@ inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const flo
             scale[j][i] = Lut::template table<kBits>(codebook, x_rot + j * stride + (g0 + i) * cq_group, tables[j][i]);
       },
       [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
-        Lut::template tile<kBits, kTokens>(packed + CqLut16::tile_group_bytes(kBits) * at, norms + CqLut16::tile * at,
-                                           count, tables, scale, out);
+        const uint8_t *tile = packed + CqLut16::tile_group_bytes(kBits) * at;
+        token_runs<2>(kTokens, [&](auto tokens, int64_t j) {
+          Lut::template tile<kBits, tokens>(tile, norms + CqLut16::tile * at, count, tables + j, scale + j, out + j);
+        });
       });
 }
 
 /// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
-/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, on the kernels `Lut`: runs of 2
-/// tokens, which share each chunk of weights, then one token if n is odd.
+/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, on the kernels `Lut`: runs of
+/// Lut::run_tokens tokens (a power of two) and shorter ones for the rest (token_runs), each
+/// streaming the weights once.
 template <typename Lut>
 inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                             int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   const int64_t groups = cq_groups(cols);
-  token_runs<2>(n, [&](auto tokens, int64_t j) {
+  token_runs<Lut::run_tokens>(n, [&](auto tokens, int64_t j) {
     if (bits == 2)
       cqlut_tokens<Lut, 2, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
     else
@@ -546,8 +551,10 @@ inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const 
   });
 }
 
-/// The fast mode's tables in plain C++ (cqlut_group_table), for the kernels without their own.
+/// The fast mode's tables in plain C++ (cqlut_group_table), for the kernels without their own;
+/// their runs of 2 tokens keep a run's tables (16 KB for CQ4) small for small stacks.
 struct CqLutScalarTables {
+  static constexpr int run_tokens = 2;
   template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table(codebook, kBits, x, table);
   }
@@ -560,8 +567,8 @@ struct CqLutPortable : CqLutScalarTables {
   /// out[j][r] = Σ_g scale[j][g] n[r,g] Σ_u tables[j][g][16u + code(r, u)] over a tile's `count`
   /// groups.
   template <int kBits, int kTokens>
-  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kBits, kTokens> &tables,
-                   const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutBlockTables<kBits> *tables,
+                   const CqLutBlockScales *scale, float (*out)[CqLut16::tile]) {
     for (int j = 0; j < kTokens; ++j)
       for (int64_t r = 0; r < CqLut16::tile; ++r) {
         float acc = 0.0f;
@@ -585,8 +592,8 @@ struct CqLutPortable : CqLutScalarTables {
 /// no overflow); per group, the sums to float times scale × norm.
 struct CqLutNeon : CqLutScalarTables {
   template <int kBits, int kTokens>
-  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutTables<kBits, kTokens> &tables,
-                   const CqLutScales<kTokens> &scale, float (*out)[CqLut16::tile]) {
+  static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count, const CqLutBlockTables<kBits> *tables,
+                   const CqLutBlockScales *scale, float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const uint8x16_t nibble = vdupq_n_u8(15);
     float32x4_t sums[kTokens][4];
@@ -636,7 +643,7 @@ struct CqLutNeon : CqLutScalarTables {
 struct CqLutSimd128 : CqLutScalarTables {
   template <int kBits, int kTokens>
   NEEDLE_RT_SIMD128 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                     const CqLutTables<kBits, kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                     const CqLutBlockTables<kBits> *tables, const CqLutBlockScales *scale,
                                      float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const v128_t nibble = wasm_u8x16_splat(15);
@@ -972,8 +979,10 @@ NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const 
 }
 
 /// The fast mode's kernels with AVX2 (cqlut_matmul_on), the tables built by
-/// cqlut_group_table_avx2.
+/// cqlut_group_table_avx2; runs of up to 8 tokens (32 KB of CQ2 tables, 64 KB of CQ4 ones, on
+/// the stack: x86-64 stacks are large).
 struct CqLutAvx2 {
+  static constexpr int run_tokens = 8;
   template <int kBits> NEEDLE_RT_AVX2 static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table_avx2<kBits>(codebook, x, table);
   }
@@ -984,7 +993,7 @@ struct CqLutAvx2 {
   /// become floats scaled by the group's scale and norms.
   template <int kBits, int kTokens>
   NEEDLE_RT_AVX2 static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                  const CqLutTables<kBits, kTokens> &tables, const CqLutScales<kTokens> &scale,
+                                  const CqLutBlockTables<kBits> *tables, const CqLutBlockScales *scale,
                                   float (*out)[CqLut16::tile]) {
     constexpr int kChunks = 8 * kBits;
     const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi8(1);
