@@ -1185,22 +1185,109 @@ NEEDLE_RT_AVX2 inline void cq2_exact_tokens_avx2(const uint8_t *packed, const ui
       });
 }
 
-/// cqlut_exact_matmul with AVX2, FMA and F16C. CQ2: runs of 8 tokens decoded and multiplied, then
-/// one of 4 and of 2 as needed (8 sums and a decoded column fit the 16 registers; a decoded column
-/// serves every token of its run), a token alone on the pair tables; CQ4, which needlec lays as
-/// CqX8 instead, in plain C++.
-NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                                   int64_t stride, int64_t n) {
+/// The exact CQ2 kernels' one-token entry (cq2_exact_matvec_avx2 or _avx512).
+using Cq2ExactMatvec = void (*)(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
+                                int64_t groups, const float *x_rot, float *y);
+
+/// cqlut_exact_matmul with AVX2, FMA and F16C, one token alone on `matvec`. CQ2: runs of 8
+/// tokens decoded and multiplied, then one of 4 and of 2 as needed (8 sums and a decoded column
+/// fit the 16 registers; a decoded column serves every token of its run); CQ4, which needlec lays
+/// as CqX8 instead, in plain C++.
+NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(Cq2ExactMatvec matvec, const uint8_t *packed, const uint16_t *norms,
+                                                   const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                   const float *x_rot, float *y, int64_t stride, int64_t n) {
   if (bits != 2)
     return cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
   const int64_t groups = cq_groups(cols);
   token_runs<8>(n, [&](auto tokens, int64_t j) {
     if constexpr (tokens == 1)
-      cq2_exact_matvec_avx2(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
+      matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
     else
       cq2_exact_tokens_avx2<tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
   });
+}
+
+/// cqlut_exact_matmul with AVX2, FMA and F16C: a token alone on the pair tables' byte planes.
+NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                   int64_t stride, int64_t n) {
+  cqlut_exact_matmul_with(cq2_exact_matvec_avx2, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+}
+
+// The exact mode's CQ2 with AVX-512 (F): a pair's 16 float entries fill one register, and one
+// vpermps looks them up for 16 rows. Their own target attribute, as the AVX2 kernels': the object
+// backend calls them only for a CPU with AVX-512F (and AVX2, FMA and F16C); C++ built for one
+// reaches them through the #if in cqlut_exact_matmul. The zero-masking intrinsics with a full mask
+// (the same instructions) stand in for the plain ones, whose GCC 12 definitions start from an
+// "undefined" register that -Wmaybe-uninitialized reports in every caller (GCC bug 105593).
+#define NEEDLE_RT_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+constexpr __mmask16 kAll16 = 0xFFFF;
+
+/// A CQ2 group's pair tables as cq2_exact_tile_avx512 reads them: unit u's 16 float entries
+/// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cqlut_entries_avx2). 4 KB per group.
+using Cq2PairTables = float[64 * 16];
+
+NEEDLE_RT_AVX2 inline void cq2_pair_tables_avx2(const CqLutCodebook &c, const float *x, float *tables) {
+  for (int u = 0; u < 64; ++u) {
+    __m256 e0, e1;
+    cqlut_entries_avx2<2>(c, x, u, e0, e1);
+    _mm256_store_ps(tables + 16 * u, e0);
+    _mm256_store_ps(tables + 16 * u + 8, e1);
+  }
+}
+
+/// One token's sums of one CqLut16 tile (16 CQ2 rows) over a block of `count` groups, in float:
+/// per 16 bytes of a chunk (16 rows' codes of two units, one per nibble), the bytes widened to 32
+/// bits and each unit's 16 entries looked up for the 16 rows by one vpermps (it reads a lane's
+/// low 4 bits: the high nibble takes a shift, neither a mask), then added; per group, the rows'
+/// sums scaled by their norms. 2 lookups, a widening and a shift per 64 weights.
+NEEDLE_RT_AVX512 inline void cq2_exact_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                                   const Cq2PairTables *tables, float *out) {
+  __m512 rows = _mm512_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(2)) {
+    const float *t = tables[g];
+    __m512 low = _mm512_setzero_ps(), high = _mm512_setzero_ps(); // two chains: the nibbles' units
+    for (int q = 0; q < 16; ++q)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) { // bytes 16h..16h+15: units 4q + h (low nibbles), 4q + 2 + h (high)
+        const __m512i codes = _mm512_maskz_cvtepu8_epi32(
+            kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i *>(tile + 32 * q + 16 * h)));
+        low = _mm512_add_ps(low, _mm512_maskz_permutexvar_ps(kAll16, codes, _mm512_load_ps(t + 16 * (4 * q + h))));
+        high = _mm512_add_ps(high, _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4),
+                                                               _mm512_load_ps(t + 16 * (4 * q + 2 + h))));
+      }
+    const __m512 n =
+        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+    rows = _mm512_fmadd_ps(_mm512_add_ps(low, high), n, rows);
+  }
+  _mm512_storeu_ps(out, rows);
+}
+
+/// cqlut_exact_matmul_avx512 for one CQ2 token: block by block, the tables of the block's groups
+/// (16 KB), then every tile's sums over them.
+NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int64_t rows, int64_t groups,
+                                                     const float *x_rot, float *y) {
+  alignas(64) Cq2PairTables tables[CqLut16::block];
+  const CqLutCodebook c = cqlut_codebook_avx2<2>(codebook);
+  cqlut_each_tile<1>(
+      rows, groups, y, 0,
+      [&](int64_t g0, int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+          cq2_pair_tables_avx2(c, x_rot + (g0 + i) * cq_group, tables[i]);
+      },
+      [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
+        cq2_exact_tile_avx512(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables,
+                              out[0]);
+      });
+}
+
+/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C): a token alone on
+/// cq2_exact_matvec_avx512, batches as cqlut_exact_matmul_avx2's.
+NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                       const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                       const float *x_rot, float *y, int64_t stride, int64_t n) {
+  cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 /// fwht's butterflies between lanes kHalf (1, 2 or 4) apart inside each 8-float vector: the lower
@@ -1262,11 +1349,13 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 #endif
 }
 
-/// The exact mode's needle.cq_matmul for n tokens on a CQ2 matrix in the CqLut16 layout: AVX2
-/// where the compiler targets it, else cqlut_exact_matmul_portable.
+/// The exact mode's needle.cq_matmul for n tokens on a CQ2 matrix in the CqLut16 layout: AVX-512
+/// or AVX2 where the compiler targets it, else cqlut_exact_matmul_portable.
 inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cqlut_exact_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   cqlut_exact_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);

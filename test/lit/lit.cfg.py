@@ -92,3 +92,6 @@ except OSError:
     cpu_flags = set()
 if {"avx2", "fma", "f16c"} <= cpu_flags:
     config.available_features.add("x86-avx2")
+# x86-avx512: the same, and AVX-512F (the runtime's AVX-512 kernels).
+if {"avx2", "fma", "f16c", "avx512f"} <= cpu_flags:
+    config.available_features.add("x86-avx512")

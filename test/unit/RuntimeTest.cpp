@@ -130,6 +130,8 @@ bool hasAvx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
+bool hasAvx512() { return hasAvx2() && __builtin_cpu_supports("avx512f"); }
+
 TEST(Runtime, FwhtAvx2IsBitIdenticalToCq) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
@@ -372,6 +374,13 @@ TEST(Runtime, CqLut16ExactMatmulAvx2) {
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   // CQ2 on the pair tables; CQ4 (which needlec lays as CqX8) falls back to plain C++.
   checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx2, CqLayout::CqLut16, "cqlut_exact_matmul_avx2", {2, 4});
+}
+
+TEST(Runtime, CqLut16ExactMatmulAvx512) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // CQ2 one token on vpermps of the pair tables; batches and CQ4 as cqlut_exact_matmul_avx2.
+  checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx512, CqLayout::CqLut16, "cqlut_exact_matmul_avx512", {2, 4});
 }
 
 TEST(Runtime, CqLut16MatmulAvx2) {
