@@ -826,30 +826,49 @@ inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
   return groups - g < CqX8::block ? groups - g : CqX8::block;
 }
 
-/// cqx8_matmul_avx2 for one token: block by block, every row's partial sum, 8 rows' sums reduced
-/// at once.
-NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const Cq4Planes &t,
-                                            int64_t rows, int64_t groups, const float *x_rot, float *y) {
+/// cqx8_matmul for one token on a row kernel `Rows`: block by block, kernel.at_block(x, count)
+/// (the block's inputs), then kernel.rows8 adding 8 rows' sums over the block into y (reduced at
+/// once), and kernel.row returning the sum of each row left over.
+template <typename Rows>
+inline void cqx8_matvec_on(Rows &kernel, const uint8_t *packed, const uint16_t *norms, int64_t rows, int64_t groups,
+                           const float *x_rot, float *y) {
   for (int64_t r = 0; r < rows; ++r)
     y[r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
     const int64_t count = cqx8_block_count(groups, g);
-    const float *x = x_rot + g * cq_group;
+    kernel.at_block(x_rot + g * cq_group, count);
     const uint8_t *block = packed + CqX8::group_bytes * g * rows; // row r's groups are count·r groups on
     const uint16_t *block_norms = norms + g * rows;
     int64_t r = 0;
-    for (; r + 8 <= rows; r += 8) {
-      __m256 sums[8];
-#pragma GCC unroll 8
-      for (int64_t i = 0; i < 8; ++i)
-        sums[i] = cqx8_row_block_avx2(block + CqX8::group_bytes * count * (r + i), block_norms + count * (r + i), count,
-                                      t, x);
-      _mm256_storeu_ps(y + r, _mm256_add_ps(_mm256_loadu_ps(y + r), avx2_lane_sums8(sums)));
-    }
+    for (; r + 8 <= rows; r += 8)
+      kernel.rows8(block + CqX8::group_bytes * count * r, block_norms + count * r, count, y + r);
     for (; r < rows; ++r)
-      y[r] += avx2_lane_sum(
-          cqx8_row_block_avx2(block + CqX8::group_bytes * count * r, block_norms + count * r, count, t, x));
+      y[r] += kernel.row(block + CqX8::group_bytes * count * r, block_norms + count * r, count);
   }
+}
+
+/// The AVX2 row kernel of cqx8_matvec_on: rows by cqx8_row_block_avx2 (the codebook's byte planes).
+struct Cq4RowsAvx2 {
+  Cq4Planes planes;
+  const float *x = nullptr;
+  NEEDLE_RT_AVX2 void at_block(const float *block_x, int64_t) { x = block_x; }
+  NEEDLE_RT_AVX2 void rows8(const uint8_t *row, const uint16_t *norms, int64_t count, float *y) const {
+    __m256 sums[8];
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < 8; ++i)
+      sums[i] = cqx8_row_block_avx2(row + CqX8::group_bytes * count * i, norms + count * i, count, planes, x);
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), avx2_lane_sums8(sums)));
+  }
+  NEEDLE_RT_AVX2 float row(const uint8_t *row, const uint16_t *norms, int64_t count) const {
+    return avx2_lane_sum(cqx8_row_block_avx2(row, norms, count, planes, x));
+  }
+};
+
+/// cqx8_matmul_avx2 for one token.
+NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                            int64_t rows, int64_t groups, const float *x_rot, float *y) {
+  Cq4RowsAvx2 kernel{cq4x8_planes(codebook)};
+  cqx8_matvec_on(kernel, packed, norms, rows, groups, x_rot, y);
 }
 
 /// One CQ4 row's Σ over a block of `count` groups, added to y[j·stride] for kTokens tokens (x at
@@ -901,19 +920,31 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
   }
 }
 
-/// cqx8_matmul with AVX2, FMA and F16C (bits 4): runs of 4 tokens, then one of 2 as needed; a
-/// token left alone (or a call of one) takes the one-token kernel.
-NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                            int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                            int64_t stride, int64_t n) {
+/// A CQ matvec kernel's one-token entry on a re-laid layout (cqx8_matvec_avx2, cq2_exact_matvec_avx2,
+/// their AVX-512 twins).
+using CqLayoutMatvec = void (*)(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
+                                int64_t groups, const float *x_rot, float *y);
+
+/// cqx8_matmul with AVX2, FMA and F16C (bits 4), one token alone on `matvec`: runs of 4 tokens,
+/// then one of 2 as needed.
+NEEDLE_RT_AVX2 inline void cqx8_matmul_with(CqLayoutMatvec matvec, const uint8_t *packed, const uint16_t *norms,
+                                            const float *codebook, int64_t rows, int64_t cols, const float *x_rot,
+                                            float *y, int64_t stride, int64_t n) {
   const Cq4Planes t = cq4x8_planes(codebook);
   const int64_t groups = cq_groups(cols);
   token_runs<4>(n, [&](auto tokens, int64_t j) {
     if constexpr (tokens == 1)
-      cqx8_matvec_avx2(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride);
+      matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
     else
       cqx8_tokens_avx2<tokens>(packed, norms, t, rows, groups, x_rot + j * stride, y + j * stride, stride);
   });
+}
+
+/// cqx8_matmul with AVX2, FMA and F16C (bits 4).
+NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                            int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                            int64_t stride, int64_t n) {
+  cqx8_matmul_with(cqx8_matvec_avx2, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
 
 // AVX2 kernels on the CqLut16 layout (the fast mode, --activations int8).
@@ -1185,15 +1216,11 @@ NEEDLE_RT_AVX2 inline void cq2_exact_tokens_avx2(const uint8_t *packed, const ui
       });
 }
 
-/// The exact CQ2 kernels' one-token entry (cq2_exact_matvec_avx2 or _avx512).
-using Cq2ExactMatvec = void (*)(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
-                                int64_t groups, const float *x_rot, float *y);
-
 /// cqlut_exact_matmul with AVX2, FMA and F16C, one token alone on `matvec`. CQ2: runs of 8
 /// tokens decoded and multiplied, then one of 4 and of 2 as needed (8 sums and a decoded column
 /// fit the 16 registers; a decoded column serves every token of its run); CQ4, which needlec lays
 /// as CqX8 instead, in plain C++.
-NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(Cq2ExactMatvec matvec, const uint8_t *packed, const uint16_t *norms,
+NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(CqLayoutMatvec matvec, const uint8_t *packed, const uint16_t *norms,
                                                    const float *codebook, int bits, int64_t rows, int64_t cols,
                                                    const float *x_rot, float *y, int64_t stride, int64_t n) {
   if (bits != 2)
@@ -1290,6 +1317,72 @@ NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, co
   cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
+/// One CQ4 row's Σ over a block of `count` groups (CqX8) with AVX-512F, as 8 partial sums: per 16
+/// bytes, the bytes widened to 32 bits and each nibble's 16 columns looked up by one vpermps of
+/// the codebook scaled by the group's norm, times the inputs in lane order (xp: Cq4RowsAvx512).
+NEEDLE_RT_AVX512 inline __m256 cqx8_row_block_avx512(const uint8_t *row, const uint16_t *norms, int64_t count,
+                                                     __m512 codebook, const float *xp) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t g = 0; g < count; ++g, row += CqX8::group_bytes, xp += cq_group) {
+    const __m512 c = _mm512_mul_ps(codebook, _mm512_set1_ps(_cvtsh_ss(norms[g])));
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; ++b) { // bytes 16b..16b+15: vector b / 2, bytes of l < 4 (b even) or l >= 4
+      const __m512i codes =
+          _mm512_maskz_cvtepu8_epi32(kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 16 * b)));
+      const float *x = xp + 64 * (b / 2) + 16 * (b % 2); // nibble h's columns 32 floats on
+      acc[b] = _mm512_fmadd_ps(_mm512_maskz_permutexvar_ps(kAll16, codes, c), _mm512_load_ps(x), acc[b]);
+      acc[b] = _mm512_fmadd_ps(_mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), c),
+                               _mm512_load_ps(x + 32), acc[b]);
+    }
+  }
+  const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+  const __m512d halves = _mm512_castps_pd(sum); // (GCC 12's _mm512_castps512_ps256 is an extract from "undefined")
+  return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, halves, 0)),
+                       _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, halves, 1)));
+}
+
+/// The AVX-512 row kernel of cqx8_matvec_on. A CQ4 byte's lane (16 bytes widened) holds the
+/// columns 8k + 4·(b % 2) + (0..3) of its 32 (CqX8::cq4_byte), so at each block the inputs are
+/// laid in that order once for all the rows: xp[32·(2v + h) + 16c + i] = x[64v + 32h + 8·(i / 4)
+/// + 4c + i % 4], two 128-bit lane shuffles per 32.
+struct Cq4RowsAvx512 {
+  __m512 codebook;
+  alignas(64) float xp[CqX8::block * cq_group];
+  NEEDLE_RT_AVX512 void at_block(const float *x, int64_t count) {
+    for (int64_t i = 0; i < count * cq_group; i += 32) {
+      const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+      _mm512_store_ps(xp + i, _mm512_maskz_shuffle_f32x4(kAll16, a, b, 0x88));      // 128-bit lanes a0 a2 b0 b2
+      _mm512_store_ps(xp + i + 16, _mm512_maskz_shuffle_f32x4(kAll16, a, b, 0xDD)); // a1 a3 b1 b3
+    }
+  }
+  NEEDLE_RT_AVX512 void rows8(const uint8_t *row, const uint16_t *norms, int64_t count, float *y) const {
+    __m256 sums[8];
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < 8; ++i)
+      sums[i] = cqx8_row_block_avx512(row + CqX8::group_bytes * count * i, norms + count * i, count, codebook, xp);
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), avx2_lane_sums8(sums)));
+  }
+  NEEDLE_RT_AVX512 float row(const uint8_t *row, const uint16_t *norms, int64_t count) const {
+    return avx2_lane_sum(cqx8_row_block_avx512(row, norms, count, codebook, xp));
+  }
+};
+
+/// cqx8_matmul_avx512 for one token.
+NEEDLE_RT_AVX512 inline void cqx8_matvec_avx512(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                int64_t rows, int64_t groups, const float *x_rot, float *y) {
+  Cq4RowsAvx512 kernel;
+  kernel.codebook = _mm512_loadu_ps(codebook);
+  cqx8_matvec_on(kernel, packed, norms, rows, groups, x_rot, y);
+}
+
+/// cqx8_matmul with AVX-512F (and AVX2, FMA, F16C): a token alone on cqx8_matvec_avx512, batches
+/// as cqx8_matmul_avx2's.
+NEEDLE_RT_AVX512 inline void cqx8_matmul_avx512(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                                                int64_t stride, int64_t n) {
+  cqx8_matmul_with(cqx8_matvec_avx512, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+}
+
 /// fwht's butterflies between lanes kHalf (1, 2 or 4) apart inside each 8-float vector: the lower
 /// lane of each pair takes a + b, the upper a − b, from the pair's lanes swapped into t.
 template <int kHalf> NEEDLE_RT_AVX2 inline __m256 avx2_butterflies(__m256 x) {
@@ -1342,7 +1435,9 @@ inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
 /// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode).
 inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, [[maybe_unused]] int bits,
                         int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  cqx8_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cq_matmul_in(CqX8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);

@@ -180,7 +180,7 @@ int main() {
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
     }
 #if defined(__AVX512F__) && defined(__AVX2__)
-  const char *path = "AVX-512"; // the exact CQ2 matvec; the rest AVX2
+  const char *path = "AVX-512"; // the exact matvecs; the fast mode's AVX2
 #elif defined(__AVX2__)
   const char *path = "AVX2";
 #elif NEEDLE_RT_NEON_KERNELS

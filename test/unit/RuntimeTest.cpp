@@ -369,6 +369,13 @@ TEST(Runtime, CqX8MatmulAvx2) {
   checkCq24Matmul(needle_rt::cqx8_matmul_avx2, CqLayout::CqX8, "cqx8_matmul_avx2", {4});
 }
 
+TEST(Runtime, CqX8MatmulAvx512) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // One token on vpermps of the codebook; batches as cqx8_matmul_avx2.
+  checkCq24Matmul(needle_rt::cqx8_matmul_avx512, CqLayout::CqX8, "cqx8_matmul_avx512", {4});
+}
+
 TEST(Runtime, CqLut16ExactMatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
