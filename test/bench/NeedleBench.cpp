@@ -111,8 +111,10 @@ void BM_ReferenceDecode(benchmark::State &state) {
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
 /// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
-/// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8). Reports weights/s (one pass
-/// over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
+/// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, kernel
+/// 1's AVX-512 twin (cqlut_exact_matmul_avx512, cqx8_matmul_avx512: what a CPU with AVX-512F
+/// gets). Reports weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it
+/// streams and GFLOPS (2·rows·cols·n per pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
@@ -121,7 +123,11 @@ void BM_RuntimeCq(benchmark::State &state) {
   if (choice > 0 &&
       !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
     return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  const auto kernel = choice == 2                ? needle_rt::cqlut_matmul_avx2
+  if (choice == 3 && !__builtin_cpu_supports("avx512f"))
+    return state.SkipWithError("this CPU lacks AVX-512F");
+  const auto kernel = choice == 3 && bits == 2   ? needle_rt::cqlut_exact_matmul_avx512
+                      : choice == 3              ? needle_rt::cqx8_matmul_avx512
+                      : choice == 2              ? needle_rt::cqlut_matmul_avx2
                       : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
                       : choice == 1              ? needle_rt::cqx8_matmul_avx2
                                                  : needle_rt::cq_matmul;
@@ -135,7 +141,8 @@ void BM_RuntimeCq(benchmark::State &state) {
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
-  const bool lut = choice == 2 || (choice == 1 && bits == 2), x8 = choice == 1 && bits == 4;
+  const bool exact = choice == 1 || choice == 3;
+  const bool lut = choice == 2 || (exact && bits == 2), x8 = exact && bits == 4;
   const std::vector<uint8_t> packed = lut  ? tileCqLut16(m.indices.data(), rows, groups, bits)
                                       : x8 ? interleaveCqX8(m.indices.data(), rows, groups)
                                            : m.indices;
@@ -253,20 +260,24 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({4096, 14336, 2, 1, 0}) // ggml's MUL_MAT benchmark shape
     ->Args({4096, 14336, 2, 1, 1})
     ->Args({4096, 14336, 2, 1, 2})
+    ->Args({4096, 14336, 2, 1, 3})
     ->Args({4096, 14336, 2, 512, 1}) // ... and its prefill case (the portable kernel takes 30 s)
     ->Args({4096, 14336, 2, 512, 2})
     ->Args({576, 768, 2, 1, 0}) // needle3: q
     ->Args({576, 768, 2, 1, 1})
     ->Args({576, 768, 2, 1, 2})
+    ->Args({576, 768, 2, 1, 3})
     ->Args({768, 768, 2, 1, 0}) // needle3: engram key/value, attn.o
     ->Args({768, 768, 2, 1, 1})
     ->Args({768, 768, 2, 1, 2})
+    ->Args({768, 768, 2, 1, 3})
     ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
     ->Args({768, 768, 2, 16, 1})
     ->Args({768, 768, 2, 16, 2})
     ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
     ->Args({8192, 768, 4, 1, 1})
     ->Args({8192, 768, 4, 1, 2})
+    ->Args({8192, 768, 4, 1, 3})
     ->Args({8192, 768, 4, 16, 1})
     ->Args({8192, 768, 4, 16, 2})
     ->Unit(benchmark::kMicrosecond);
