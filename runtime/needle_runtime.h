@@ -3,9 +3,10 @@
 // (docs/model.md is the contract).
 //
 // This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
-// self-contained C++17: only <cstdint>, <cstddef>, <cmath> and <cstring> (and, on x86-64 with
-// GCC or Clang, <immintrin.h> for the AVX2 kernels; on aarch64, <arm_neon.h>; on wasm with
-// Clang, <wasm_simd128.h>); everything inline in namespace
+// self-contained C++17: only <cstdint>, <cstddef>, <cmath>, <cstring> and <type_traits> (and, on
+// x86-64 with GCC or Clang, <immintrin.h> for the AVX2 and AVX-512 kernels; on aarch64,
+// <arm_neon.h>; on wasm with Clang, <wasm_simd128.h>), which the C++ backend also includes ahead
+// of the namespace it pastes this header into (codegen/Cpp); everything inline in namespace
 // needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's
 // memory. Sizes and positions are int64_t; "floats" below counts float elements. Where a kernel keeps state across
 // tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it (the
@@ -537,24 +538,28 @@ inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const flo
 
 /// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
 /// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, on the kernels `Lut`: runs of
-/// Lut::run_tokens tokens (a power of two) and shorter ones for the rest (token_runs), each
+/// Lut::run_tokens<bits> tokens (a power of two) and shorter ones for the rest (token_runs), each
 /// streaming the weights once.
 template <typename Lut>
 inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                             int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   const int64_t groups = cq_groups(cols);
-  token_runs<Lut::run_tokens>(n, [&](auto tokens, int64_t j) {
-    if (bits == 2)
-      cqlut_tokens<Lut, 2, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-    else
-      cqlut_tokens<Lut, 4, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  });
+  auto at_width = [&](auto width) {
+    token_runs<Lut::template run_tokens<width>>(n, [&](auto tokens, int64_t j) {
+      cqlut_tokens<Lut, width, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride,
+                                       stride);
+    });
+  };
+  if (bits == 2)
+    at_width(std::integral_constant<int, 2>{});
+  else
+    at_width(std::integral_constant<int, 4>{});
 }
 
 /// The fast mode's tables in plain C++ (cqlut_group_table), for the kernels without their own;
 /// their runs of 2 tokens keep a run's tables (16 KB for CQ4) small for small stacks.
 struct CqLutScalarTables {
-  static constexpr int run_tokens = 2;
+  template <int kBits> static constexpr int run_tokens = 2;
   template <int kBits> static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table(codebook, kBits, x, table);
   }
@@ -1010,10 +1015,10 @@ NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const 
 }
 
 /// The fast mode's kernels with AVX2 (cqlut_matmul_on), the tables built by
-/// cqlut_group_table_avx2; runs of up to 8 tokens (32 KB of CQ2 tables, 64 KB of CQ4 ones, on
-/// the stack: x86-64 stacks are large).
+/// cqlut_group_table_avx2; runs of up to 8 CQ2 tokens or 4 CQ4 ones (32 KB of tables on the stack,
+/// which a thread's stack holds on x86-64, even musl's 128 KB).
 struct CqLutAvx2 {
-  static constexpr int run_tokens = 8;
+  template <int kBits> static constexpr int run_tokens = 16 / kBits;
   template <int kBits> NEEDLE_RT_AVX2 static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table_avx2<kBits>(codebook, x, table);
   }
@@ -1112,8 +1117,9 @@ NEEDLE_RT_AVX2 inline void cq2_pair_planes_avx2(const CqLutCodebook &c, const fl
 /// One token's sums of one CqLut16 tile (16 CQ2 rows) over a block of `count` groups, in float:
 /// per 32-byte chunk and nibble, 16 rows x 2 units' entries looked up in the pair tables' planes
 /// (avx2_plane_lookup: 3 shuffles per 8 entries, and an add, for 16 weights) and added; per
-/// group, each row's two halves added and scaled by its norm. A shuffle yields 16 weights'
-/// products here against 8 for a codebook lookup and FMA (docs/performance.md).
+/// group, each row's two halves added and scaled by its norm. 12 shuffles and 4 adds per 64
+/// weights, against 8 lookups, 8 shifts and 8 FMAs for a codebook lookup per weight
+/// (docs/performance.md).
 NEEDLE_RT_AVX2 inline void cq2_exact_tile_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count,
                                                const Cq2PairPlanes *planes, float *out) {
   __m256 low_rows = _mm256_setzero_ps(), high_rows = _mm256_setzero_ps();
@@ -1147,8 +1153,8 @@ NEEDLE_RT_AVX2 inline void cq2_exact_tile_avx2(const uint8_t *tile, const uint16
 }
 
 /// kTokens tokens' sums of 8 rows (half `half` of a CqLut16 tile of 16 CQ2 rows) over a block of
-/// `count` groups (x at the block, token j's j·stride floats on), decoded and multiplied: the low
-/// bytes of a chunk half hold 8 rows' codes of 4 columns (two units), one per 2 bits; widened to
+/// `count` groups (x at the block, token j's j·stride floats on), decoded and multiplied: bytes
+/// 8·half..8·half + 7 of a chunk half hold 8 rows' codes of 4 columns (two units), one per 2 bits; widened to
 /// 32 bits, shifted and looked up in the codebook (vpermilps reads a lane's low 2 bits) they give
 /// the rows' weights of one column, scaled by the rows' norms once for all the tokens.
 template <int kTokens>

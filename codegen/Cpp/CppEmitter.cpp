@@ -256,7 +256,7 @@ std::string Printer::source(const std::string &headerName) {
   // external linkage, so none is reported unused): models built by different needlec versions
   // link into one program without clashing over kernel definitions.
   // Its standard headers come first, so their include guards keep them out of the namespace.
-  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n"
+  source += "#include <cmath>\n#include <cstddef>\n#include <cstdint>\n#include <cstring>\n#include <type_traits>\n"
             "#if defined(__x86_64__) && defined(__GNUC__)\n#include <immintrin.h>\n#endif\n"
             "#if defined(__aarch64__) && defined(__ARM_NEON)\n#include <arm_neon.h>\n#endif\n"
             "#if defined(__wasm__) && defined(__clang__)\n#include <wasm_simd128.h>\n#endif\n\n";

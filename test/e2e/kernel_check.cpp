@@ -179,9 +179,9 @@ int main() {
       }
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
     }
-#if defined(__AVX512F__) && defined(__AVX2__)
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs
   const char *path = "AVX-512"; // the exact matvecs; the fast mode's AVX2
-#elif defined(__AVX2__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   const char *path = "AVX2";
 #elif NEEDLE_RT_NEON_KERNELS
   const char *path = "NEON"; // the fast mode's kernels; the others are portable C++
