@@ -239,12 +239,18 @@ struct CqRowMajor {
   }
 };
 
+/// The number of groups in the block of `block` groups that starts at group `first` (the last
+/// block may hold fewer).
+inline int64_t cq_block_count(int64_t groups, int64_t first, int64_t block) {
+  return groups - first < block ? groups - first : block;
+}
+
 /// Where item i's group g is, counted in groups, when the groups are cut into blocks of `block`
 /// (the last may hold fewer) and a block holds every one of `items` items' groups in it, item
 /// after item: the block order of CqX8 (items are rows) and CqLut16 (items are tiles of rows).
 inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t g, int64_t block) {
-  const int64_t first = g - g % block, count = groups - first < block ? groups - first : block;
-  return first * items + i * count + g % block;
+  const int64_t first = g - g % block;
+  return first * items + i * cq_block_count(groups, first, block) + g % block;
 }
 
 /// Deals tokens j.. of n into runs for a batched kernel: run(std::integral_constant<int, k>{}, j)
@@ -473,11 +479,6 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
 template <int kBits> using CqLutBlockTables = int8_t[CqLut16::block][16 * 32 * kBits];
 using CqLutBlockScales = float[CqLut16::block];
 
-/// The number of groups in the CqLut16 block that starts at group g0.
-inline int64_t cqlut_block_count(int64_t groups, int64_t g0) {
-  return groups - g0 < CqLut16::block ? groups - g0 : CqLut16::block;
-}
-
 /// Stores (in a matrix's first block) or adds tile t's sums out[j][0..16) into y's rows 16t..
 /// for kTokens tokens (token j's j·stride floats after token 0's), leaving out rows past `rows`.
 template <int kTokens>
@@ -500,7 +501,7 @@ inline void cqlut_each_tile(int64_t rows, int64_t groups, float *y, int64_t stri
   float out[kTokens][CqLut16::tile];
   const int64_t tiles = CqLut16::tiles(rows);
   for (int64_t g0 = 0; g0 < groups; g0 += CqLut16::block) {
-    const int64_t count = cqlut_block_count(groups, g0);
+    const int64_t count = cq_block_count(groups, g0, CqLut16::block);
     prepare(g0, count);
     for (int64_t t = 0; t < tiles; ++t) {
       tile(CqLut16::offset(tiles, groups, t, g0), g0, count, out);
@@ -826,11 +827,6 @@ NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint1
   return acc;
 }
 
-/// The number of groups in the CqX8 block that starts at group g.
-inline int64_t cqx8_block_count(int64_t groups, int64_t g) {
-  return groups - g < CqX8::block ? groups - g : CqX8::block;
-}
-
 /// cqx8_matmul for one token on a row kernel `Rows`: block by block, kernel.at_block(x, count)
 /// (the block's inputs), then kernel.rows8 adding 8 rows' sums over the block into y (reduced at
 /// once), and kernel.row returning the sum of each row left over.
@@ -840,7 +836,7 @@ inline void cqx8_matvec_on(Rows &kernel, const uint8_t *packed, const uint16_t *
   for (int64_t r = 0; r < rows; ++r)
     y[r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
-    const int64_t count = cqx8_block_count(groups, g);
+    const int64_t count = cq_block_count(groups, g, CqX8::block);
     kernel.at_block(x_rot + g * cq_group, count);
     const uint8_t *block = packed + CqX8::group_bytes * g * rows; // row r's groups are count·r groups on
     const uint16_t *block_norms = norms + g * rows;
@@ -916,7 +912,7 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
     for (int64_t r = 0; r < rows; ++r)
       y[j * stride + r] = 0.0f;
   for (int64_t g = 0; g < groups; g += CqX8::block) {
-    const int64_t count = cqx8_block_count(groups, g);
+    const int64_t count = cq_block_count(groups, g, CqX8::block);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = g * rows + count * r;
       cq4x8_block_tokens_avx2<kTokens>(packed + CqX8::group_bytes * at, norms + at, count, t, x_rot + g * cq_group,
