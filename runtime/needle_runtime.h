@@ -1311,11 +1311,74 @@ NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, cons
       });
 }
 
-/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C): a token alone on
-/// cq2_exact_matvec_avx512, batches as cqlut_exact_matmul_avx2's.
+/// kTokens tokens' sums of one CqLut16 tile (16 CQ4 rows) over a block of `count` groups, in
+/// float (x at the block, token j's j·stride floats on): per 16 bytes of a chunk (16 rows' codes
+/// of two units, one per nibble), the bytes widened to 32 bits, each unit's codebook entries
+/// looked up for the 16 rows by one vpermps of the codebook (as cq2_exact_tile_avx512's), then
+/// times the unit's input, once per token; per group, the rows' sums scaled by their norms. A
+/// token's 4 chains are the unit's place in its chunk. 2 lookups, a widening and a shift per 32
+/// weights, however many tokens; a table per unit would cost a load more than the broadcast.
+template <int kTokens>
+NEEDLE_RT_AVX512 inline void cq4_exact_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                                   const float *codebook, const float *x, int64_t stride,
+                                                   float (*out)[CqLut16::tile]) {
+  const __m512 c = _mm512_loadu_ps(codebook);
+  __m512 rows[kTokens];
+  for (int j = 0; j < kTokens; ++j)
+    rows[j] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(4), x += cq_group) {
+    __m512 s[kTokens][4];
+    for (int j = 0; j < kTokens; ++j)
+      for (int k = 0; k < 4; ++k)
+        s[j][k] = _mm512_setzero_ps();
+    for (int q = 0; q < 32; ++q)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) { // bytes 16h..16h+15: units 4q + h (low nibbles), 4q + 2 + h (high)
+        const __m512i codes = _mm512_maskz_cvtepu8_epi32(
+            kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i *>(tile + 32 * q + 16 * h)));
+        const __m512 low = _mm512_maskz_permutexvar_ps(kAll16, codes, c),
+                     high = _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), c);
+        for (int j = 0; j < kTokens; ++j) {
+          const float *xj = x + j * stride + 4 * q + h;
+          s[j][h] = _mm512_fmadd_ps(low, _mm512_set1_ps(xj[0]), s[j][h]);
+          s[j][2 + h] = _mm512_fmadd_ps(high, _mm512_set1_ps(xj[2]), s[j][2 + h]);
+        }
+      }
+    const __m512 n =
+        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+    for (int j = 0; j < kTokens; ++j)
+      rows[j] =
+          _mm512_fmadd_ps(_mm512_add_ps(_mm512_add_ps(s[j][0], s[j][1]), _mm512_add_ps(s[j][2], s[j][3])), n, rows[j]);
+  }
+  for (int j = 0; j < kTokens; ++j)
+    _mm512_storeu_ps(out[j], rows[j]);
+}
+
+/// kTokens tokens of a CQ4 cqlut_exact_matmul_avx512: every tile's sums over each block, its
+/// weights read once for the tokens.
+template <int kTokens>
+NEEDLE_RT_AVX512 inline void cq4_exact_tokens_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int64_t rows, int64_t groups,
+                                                     const float *x_rot, float *y, int64_t stride) {
+  cqlut_each_tile<kTokens>(
+      rows, groups, y, stride, [](int64_t, int64_t) {},
+      [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
+        cq4_exact_tile_avx512<kTokens>(packed + CqLut16::tile_group_bytes(4) * at, norms + CqLut16::tile * at, count,
+                                       codebook, x_rot + g0 * cq_group, stride, out);
+      });
+}
+
+/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C). CQ2: a token alone on
+/// cq2_exact_matvec_avx512, batches as cqlut_exact_matmul_avx2's; CQ4: runs of up to 4 tokens
+/// on cq4_exact_tile_avx512.
 NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
                                                        const float *codebook, int bits, int64_t rows, int64_t cols,
                                                        const float *x_rot, float *y, int64_t stride, int64_t n) {
+  if (bits == 4)
+    return token_runs<4>(n, [&](auto tokens, int64_t j) {
+      cq4_exact_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
+                                      y + j * stride, stride);
+    });
   cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 

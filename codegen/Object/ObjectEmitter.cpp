@@ -281,8 +281,8 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
-/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_matmul_avx512, cqx8_matmul_avx512) can run on the
-/// target's CPU (AVX-512F besides the AVX2 kernels' features).
+/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_matmul_avx512) can run on the target's CPU
+/// (AVX-512F besides the AVX2 kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
@@ -320,10 +320,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   if (options.activations == Activations::Int8) { // the same algorithm on every target, SIMD or not
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
     useCqLut16Layout(program, {2, 4}, "cqlut_matmul" + suffix);
+  } else if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
+    useCqLut16Layout(program, {2, 4}, "cqlut_exact_matmul_avx512");
   } else if (avx2) {
-    const std::string isa = hasAvx512Kernels(target, *machine) ? "_avx512" : "_avx2";
-    useCqLut16Layout(program, {2}, "cqlut_exact_matmul" + isa);
-    useCqX8Layout(program, "cqx8_matmul" + isa);
+    useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");
+    useCqX8Layout(program, "cqx8_matmul_avx2");
   }
   if (avx2)
     useAvx2Kernels(program);

@@ -111,9 +111,9 @@ void BM_ReferenceDecode(benchmark::State &state) {
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
 /// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
-/// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, kernel
-/// 1's AVX-512 twin (cqlut_exact_matmul_avx512, cqx8_matmul_avx512: what a CPU with AVX-512F
-/// gets). Reports weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it
+/// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
+/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (cqlut_exact_matmul_avx512
+/// on CqLut16, CQ2 and CQ4). Reports weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it
 /// streams and GFLOPS (2·rows·cols·n per pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
@@ -125,8 +125,7 @@ void BM_RuntimeCq(benchmark::State &state) {
     return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
   if (choice == 3 && !__builtin_cpu_supports("avx512f"))
     return state.SkipWithError("this CPU lacks AVX-512F");
-  const auto kernel = choice == 3 && bits == 2   ? needle_rt::cqlut_exact_matmul_avx512
-                      : choice == 3              ? needle_rt::cqx8_matmul_avx512
+  const auto kernel = choice == 3                ? needle_rt::cqlut_exact_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
                       : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
                       : choice == 1              ? needle_rt::cqx8_matmul_avx2
@@ -141,8 +140,7 @@ void BM_RuntimeCq(benchmark::State &state) {
   const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
-  const bool exact = choice == 1 || choice == 3;
-  const bool lut = choice == 2 || (exact && bits == 2), x8 = exact && bits == 4;
+  const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
   const std::vector<uint8_t> packed = lut  ? tileCqLut16(m.indices.data(), rows, groups, bits)
                                       : x8 ? interleaveCqX8(m.indices.data(), rows, groups)
                                            : m.indices;
@@ -280,6 +278,7 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({8192, 768, 4, 1, 3})
     ->Args({8192, 768, 4, 16, 1})
     ->Args({8192, 768, 4, 16, 2})
+    ->Args({8192, 768, 4, 16, 3})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RuntimeAttention)
     ->ArgNames({"count", "kernel"})

@@ -1,10 +1,10 @@
 // The runtime's CQ matvec kernels on the target they are built for (natively, under qemu, under
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
-// as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
-// and CqX8 for CQ4, cqx8_matmul: their AVX2 code when built with -mavx2 -mfma -mf16c, plain C++
-// otherwise), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4 bits, held to its error
-// bound instead: docs/targets.md, "The fast mode"). Odd rows (partial tiles of 16), partial and single groups,
+// as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2 and, with AVX-512,
+// CQ4, cqlut_exact_matmul, and CqX8 for CQ4 otherwise, cqx8_matmul: their AVX2 or AVX-512 code
+// when built for it, plain C++ otherwise), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4 bits, held to its
+// error bound instead: docs/targets.md, "The fast mode"). Odd rows (partial tiles of 16), partial and single groups,
 // whole and short blocks, one token and runs of tokens. Prints one line per failure and a summary;
 // exits non-zero on any failure.
 #include "codegen/Lower/WeightLayouts.h"
@@ -173,10 +173,8 @@ int main() {
         const std::vector<uint8_t> packed = needle::interleaveCqX8(m.packed.data(), m.rows, m.groups);
         check("cqx8_matmul", needle_rt::cqx8_matmul, m, packed.data(),
               halves(needle::blockCqX8Norms(norms, m.rows, m.groups)).data(), shape[2], random);
-      } else {
-        check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2],
-              random);
       }
+      check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random);
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
     }
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs

@@ -386,7 +386,8 @@ TEST(Runtime, CqLut16ExactMatmulAvx2) {
 TEST(Runtime, CqLut16ExactMatmulAvx512) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
-  // CQ2 one token on vpermps of the pair tables; batches and CQ4 as cqlut_exact_matmul_avx2.
+  // CQ2 one token on vpermps of the pair tables, batches as cqlut_exact_matmul_avx2; CQ4 on
+  // vpermps of the codebook, runs of 4, 2 and 1 tokens.
   checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx512, CqLayout::CqLut16, "cqlut_exact_matmul_avx512", {2, 4});
 }
 
