@@ -1,7 +1,7 @@
 // The runtime as the object backend links it: needlec compiles this file to LLVM bitcode once
 // per architecture at its own build time (clang-19, runtime/CMakeLists.txt), carries the
 // bitcode, and links it with each model's @step (codegen/Object). Nothing here is per model:
-// the model's module defines needle_step, needle_facts and needle_info; needlec renames the
+// the model's module defines needle_step, the head functions, needle_facts and needle_info; needlec renames the
 // needle_abi_* functions to NAME_* and internalizes everything else, so two models (or two
 // needlec versions) link into one program without clashing.
 #include "needle_runtime.h"
@@ -20,6 +20,8 @@ extern "C" {
 extern const needle_rt::ModelFacts needle_facts;
 extern const ModelInfo needle_info;
 void needle_step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
+void needle_confidence_head(const unsigned char *arena, float *out);
+void needle_embedding_head(const unsigned char *arena, float *out);
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
@@ -31,8 +33,12 @@ int needle_abi_feed(void *s, const int32_t *tokens, size_t n) {
   return needle_rt::session_feed(needle_facts, needle_step, s, tokens, n);
 }
 const float *needle_abi_logits(const void *s) { return needle_rt::session_logits(needle_facts, s); }
-float needle_abi_confidence(const void *s) { return needle_rt::session_confidence(needle_facts, s); }
-int needle_abi_embedding(const void *s, float *out) { return needle_rt::session_embedding(needle_facts, s, out); }
+float needle_abi_confidence(const void *s) {
+  return needle_rt::session_confidence(needle_facts, needle_confidence_head, s);
+}
+int needle_abi_embedding(const void *s, float *out) {
+  return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
+}
 size_t needle_abi_position(const void *s) { return needle_rt::session_position(s); }
 
 } // extern "C"

@@ -2450,7 +2450,7 @@ NEEDLE_RT_AVX2 inline void kron_mlp_flat_avx2(int64_t d_model, int64_t n, int64_
 /// What the interface needs to know of a compiled model. Offsets are bytes into the arena.
 struct ModelFacts {
   int64_t arena_size, arena_align, outputs_end, max_seq_len, vocab_size, embedding_dim;
-  int64_t logits, confidence, embedding;
+  int64_t logits;
   int64_t batch; // tokens one call of the step carries at most
   float confidence_bias;
 };
@@ -2458,6 +2458,10 @@ struct ModelFacts {
 /// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and
 /// the last token's outputs, into the arena.
 using StepFunction = void (*)(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
+
+/// A head's output (the confidence, or the embedding) into out, from its pooling state in the
+/// arena: computed when asked, so a feed does not pay for heads nobody reads.
+using HeadFunction = void (*)(const unsigned char *arena, float *out);
 
 /// The header's NEEDLE_* status codes.
 enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
@@ -2505,19 +2509,23 @@ inline const float *session_logits(const ModelFacts &m, const void *arena) {
   return arena ? reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.logits) : nullptr;
 }
 
-inline float session_confidence(const ModelFacts &m, const void *arena) {
+inline float session_confidence(const ModelFacts &m, HeadFunction head, const void *arena) {
   if (!arena)
     return 0.0f;
   if (static_cast<const SessionHeader *>(arena)->position == 0) // before any token: sigmoid of the bias
     return sigmoid(m.confidence_bias);
-  return *reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.confidence);
+  float confidence = 0.0f;
+  head(static_cast<const unsigned char *>(arena), &confidence);
+  return confidence;
 }
 
-inline int session_embedding(const ModelFacts &m, const void *arena, float *out) {
+inline int session_embedding(const ModelFacts &m, HeadFunction head, const void *arena, float *out) {
   if (!arena || !out)
     return status_err_arg;
-  std::memcpy(out, static_cast<const unsigned char *>(arena) + m.embedding,
-              static_cast<size_t>(m.embedding_dim) * sizeof(float));
+  if (static_cast<const SessionHeader *>(arena)->position == 0) // before any token: zeros
+    std::memset(out, 0, static_cast<size_t>(m.embedding_dim) * sizeof(float));
+  else
+    head(static_cast<const unsigned char *>(arena), out);
   return status_ok;
 }
 

@@ -62,23 +62,24 @@ bytes_per_token = {int(b["name"].split("/")[1]): b["CQ bytes/token"] for b in fi
                    if b["name"].startswith("BM_ReferenceDecode")}
 print("read bandwidth: " + ", ".join(f"{size} MiB {bw / 1e9:.1f} GB/s" for size, bw in sorted(bandwidth.items())))
 print()
-print("| depth | backend | compile | prefill 128 tok/s | decode tok/s | CQ bytes/token | working-set roofline | decode / it | DRAM roofline | decode / it |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| depth | backend | compile | prefill 128 tok/s | decode tok/s | CQ bytes/token | working-set roofline | decode / it | DRAM roofline | decode / it | heads (confidence + embedding, asked) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(sys.argv[2]):
-    depth, backend, ms, prefill, decode, arena = line.split()
+    depth, backend, ms, prefill, decode, arena, heads = line.split()
     depth, decode = int(depth), float(decode)
     b = bytes_per_token[depth]
     size = min(s for s in bandwidth if s != 512 and s * 2**20 >= b) if any(s * 2**20 >= b for s in bandwidth if s != 512) else 512
     ws, dram = bandwidth[size] / b, bandwidth[512] / b
     name = NAMES[backend]
     print(f"| {depth} | {name} | {int(ms) / 1000:.1f} s | {float(prefill):.0f} | {decode:.0f} | {b / 1e6:.2f} MB | "
-          f"{ws:,.0f} tok/s ({size} MiB) | {100 * decode / ws:.1f}% | {dram:,.0f} tok/s | {100 * decode / dram:.1f}% |")
+          f"{ws:,.0f} tok/s ({size} MiB) | {100 * decode / ws:.1f}% | {dram:,.0f} tok/s | {100 * decode / dram:.1f}% | "
+          f"{float(heads):.0f} µs |")
 print()
 print("Depth 8 at a long context: a 2000-token prefill in one feed, then 64 tokens decoded one at a time.")
 print()
 print("| backend | prefill 2000 tok/s | decode tok/s after it |")
 print("|---|---|---|")
 for line in open(sys.argv[3]):
-    backend, prefill, decode, arena = line.split()
+    backend, prefill, decode, arena, heads = line.split()
     print(f"| {NAMES[backend]} | {float(prefill):.0f} | {float(decode):.0f} |")
 PY

@@ -53,8 +53,9 @@ public:
 
 private:
   std::string arg(const KernelArg &a);
-  void printCall(const KernelCall &call);
+  void printCall(const KernelCall &call, std::string &out);
   void printStage(const StepStage &stage);
+  std::string head(const std::string &name, const std::vector<KernelCall> &calls);
   std::string interface() const;
 
   const KernelProgram &program_;
@@ -92,6 +93,10 @@ std::string Printer::arg(const KernelArg &a) {
     pointerLists_ += fmt::format("{}  const float *const {}[] = {{{}}};\n", indent_, name, pointers);
     return name;
   }
+  case Kind::HeadScratch:
+    return fmt::format("a<float>(scratch, {})", a.value);
+  case Kind::HeadOutput:
+    return "out";
   case Kind::Null:
     return "nullptr";
   case Kind::I32:
@@ -111,11 +116,11 @@ std::string Printer::arg(const KernelArg &a) {
   return "";
 }
 
-void Printer::printCall(const KernelCall &call) {
+void Printer::printCall(const KernelCall &call, std::string &out) {
   size_t start = 0;
   for (size_t end; !call.comment.empty() && start <= call.comment.size(); start = end + 1) {
     end = std::min(call.comment.find('\n', start), call.comment.size());
-    body_ += indent_ + "// " + call.comment.substr(start, end - start) + "\n";
+    out += indent_ + "// " + call.comment.substr(start, end - start) + "\n";
   }
   if (call.kernel.empty())
     return;
@@ -124,10 +129,10 @@ void Printer::printCall(const KernelCall &call) {
     args += (args.empty() ? "" : ", ") + arg(a);
   const std::string line = fmt::format("needle_rt::{}({});\n", call.kernel, args);
   if (pointerLists_.empty()) {
-    body_ += indent_ + line;
+    out += indent_ + line;
     return;
   }
-  body_ += indent_ + "{\n" + pointerLists_ + indent_ + "  " + line + indent_ + "}\n";
+  out += indent_ + "{\n" + pointerLists_ + indent_ + "  " + line + indent_ + "}\n";
   pointerLists_.clear();
 }
 
@@ -140,9 +145,22 @@ void Printer::printStage(const StepStage &stage) {
     body_ += "  { // only the last token's outputs are kept\n    [[maybe_unused]] const int64_t i = n - 1;\n";
   indent_ = perToken_ ? "    " : "  ";
   for (const KernelCall &call : stage.calls)
-    printCall(call);
+    printCall(call, body_);
   if (perToken_)
     body_ += "  }\n";
+}
+
+/// void name(const unsigned char *arena, float *out): a head's calls, on the arena (read only),
+/// a scratch of the head's own on the stack, and out.
+std::string Printer::head(const std::string &name, const std::vector<KernelCall> &calls) {
+  std::string function = fmt::format("void {}(const unsigned char *arena, float *out) {{\n", name);
+  function += fmt::format("  alignas({}) unsigned char scratch[{}];\n", kWeightAlign,
+                          std::max<int64_t>(program_.headScratch, 1));
+  perToken_ = false;
+  indent_ = "  ";
+  for (const KernelCall &call : calls)
+    printCall(call, function);
+  return function + "}\n\n";
 }
 
 std::string header(const std::string &name) {
@@ -197,15 +215,15 @@ std::string Printer::interface() const {
   return fmt::format(R"(
 namespace {{
 
-constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {14}, {10}}};
-const int32_t kSourceBlocks[] = {{{11}}};
+constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}}};
+const int32_t kSourceBlocks[] = {{{9}}};
 
 }} // namespace
 
 extern "C" {{
 
 const {0}_info_t *{0}_info(void) {{
-  static const {0}_info_t info = {{{5}, {12}, {13}, {4}, {6}, kSourceBlocks}};
+  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks}};
   return &info;
 }}
 
@@ -225,16 +243,18 @@ int {0}_feed({0}_session *s, const int32_t *tokens, size_t n) {{
 
 const float *{0}_logits(const {0}_session *s) {{ return needle_rt::session_logits(kFacts, s); }}
 
-float {0}_confidence(const {0}_session *s) {{ return needle_rt::session_confidence(kFacts, s); }}
+float {0}_confidence(const {0}_session *s) {{ return needle_rt::session_confidence(kFacts, confidence_head, s); }}
 
-int {0}_embedding(const {0}_session *s, float *out) {{ return needle_rt::session_embedding(kFacts, s, out); }}
+int {0}_embedding(const {0}_session *s, float *out) {{
+  return needle_rt::session_embedding(kFacts, embedding_head, s, out);
+}}
 
 size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(s); }}
 
 }} // extern "C"
 )",
                      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
-                     f.confidence, f.embedding, floatLiteral(f.confidenceBias),
+                     floatLiteral(f.confidenceBias),
                      list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer), f.dModel,
                      f.numLayers, f.batch);
 }
@@ -273,14 +293,18 @@ std::string Printer::source(const std::string &headerName) {
       "template <typename T> const T *w(size_t offset) { return reinterpret_cast<const T *>(kWeights + offset); }\n";
   source += "template <typename T> T *a(unsigned char *arena, size_t offset) { return reinterpret_cast<T *>(arena + "
             "offset); }\n";
+  source += "template <typename T> const T *a(const unsigned char *arena, size_t offset) {\n"
+            "  return reinterpret_cast<const T *>(arena + offset);\n}\n";
   source += fmt::format("// Token i's copy of a scratch buffer.\n"
                         "template <typename T> T *a(unsigned char *arena, size_t offset, int64_t i) {{\n"
                         "  return reinterpret_cast<T *>(arena + offset + static_cast<size_t>(i) * {});\n}}\n\n",
                         program_.facts.tokenStride);
   source += "// tokens[0..n) at positions t..: @step, kernel by kernel, on buffers planned in the arena; a\n"
             "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
-  source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ +
-            "}\n\n} // namespace\n";
+  source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ + "}\n\n";
+  source += "// NAME_confidence's and NAME_embedding's heads, computed when asked from their pooling state.\n";
+  source += head("confidence_head", program_.confidenceHead) + head("embedding_head", program_.embeddingHead);
+  source += "} // namespace\n";
   source += interface();
   return source;
 }

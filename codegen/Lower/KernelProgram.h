@@ -21,6 +21,8 @@ struct KernelArg {
     Constant,    // pointer: the f32 constant array number `value`
     Int64List,   // pointer: a read-only int64_t array, `ints`
     PointerList, // pointer: an array of the pointers `pointers` (Arena or Weight)
+    HeadScratch, // pointer: a head function's own scratch (on its stack) + offset bytes
+    HeadOutput,  // pointer: a head function's `out`
     Null,        // pointer: null
     I32,         // int32_t `value`
     I64,         // int64_t `value`
@@ -75,7 +77,7 @@ struct StepStage {
 struct ModelFacts {
   int64_t arenaSize = 0, arenaAlign = 0, outputsEnd = 0, maxSeqLen = 0, vocabSize = 0, embeddingDim = 0;
   int64_t batch = 1, tokenStride = 0; // tokens per call of @step at most; bytes between tokens' scratch
-  int64_t logits = 0, confidence = 0, embedding = 0;
+  int64_t logits = 0;
   float confidenceBias = 0;
   int64_t dModel = 0, numLayers = 0;
   std::vector<int32_t> sourceBlocks;
@@ -85,16 +87,25 @@ struct KernelProgram {
   /// void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t): tokens[0..n)
   /// at positions t.., 1 <= n <= facts.batch.
   std::vector<StepStage> step;
+  /// void head(const unsigned char *arena, float *out): NAME_confidence's and NAME_embedding's
+  /// head, computed when asked from its pooling state in the arena (read only), on headScratch
+  /// bytes of its own stack (HeadScratch), into out (HeadOutput). A feed pools; it does not pay
+  /// for the heads' outputs.
+  std::vector<KernelCall> confidenceHead, embeddingHead;
+  int64_t headScratch = 0;
   std::vector<uint8_t> weights;                // every tensor 64-byte aligned (kWeightAlign)
   std::map<int, std::vector<float>> codebooks; // by bits
   std::vector<std::vector<float>> constants;   // f32 arrays
   ModelFacts facts;
 };
 
-/// Every call of the program's step, in order.
+/// Every call of the program's step, in order, then its heads'.
 template <typename Program, typename Visit> void forEachCall(Program &program, Visit visit) {
   for (auto &stage : program.step)
     for (auto &call : stage.calls)
+      visit(call);
+  for (auto *head : {&program.confidenceHead, &program.embeddingHead})
+    for (auto &call : *head)
       visit(call);
 }
 

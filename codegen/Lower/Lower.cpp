@@ -6,6 +6,7 @@
 #include "Needle/IR/NeedleDialect.h"
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
+#include "needle_runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,6 +21,7 @@ namespace {
 
 using Arg = KernelArg;
 using Kind = KernelArg::Kind;
+constexpr int64_t kFloatBytes = sizeof(float);
 
 int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
 ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
@@ -177,24 +179,34 @@ void Lowering::lowerBlock(Block &block) {
 void Lowering::lowerHead(HeadOp op) {
   const ArrayRef<int64_t> probes = shapeOf(op.getProbes());
   const int64_t rows = probes[0], count = probes[1], d = probes[2], queries = shapeOf(op.getQuery())[0];
-  const int64_t state = slot(op, "needle.state").first, scratch = slot(op, "needle.scratch").first;
+  const int64_t state = slot(op, "needle.state").first;
   Arg cells = Arg::of(Kind::PointerList);
   for (Value cell : op.getCells())
     cells.pointers.push_back(ref(cell));
   call("head_pool_add_unless_pad", {ref(op.getToken()), Arg::i64(op.getPad()), Arg::arena(state), Arg::i64(rows),
                                     Arg::i64(count), Arg::i64(d), cells, ref(op.getProbes())});
-  // Pooling reads every token; the pooled result only the head's output.
-  outputsOnly_ = llvm::all_of(op->getUsers(), [](Operation *user) { return isa<func::ReturnOp>(user); });
-  const Arg pooled = Arg::arena(scratch + 2 * rows * count * static_cast<int64_t>(sizeof(float)));
-  call("head_pool_finish",
+  // Pooling reads every token; the head's output is computed only when asked for (a head
+  // function of its own, on its own scratch).
+  const int64_t pooledAt = roundUp(needle_rt::head_finish_scratch_floats(rows, count) * kFloatBytes, kWeightAlign);
+  const Arg scratch = Arg::of(Kind::HeadScratch), pooled = Arg::of(Kind::HeadScratch, pooledAt);
+  program_.headScratch = std::max(program_.headScratch, pooledAt + queries * d * kFloatBytes);
+  std::vector<KernelCall> head = {
+      {"head_pool_finish",
        {Arg::arena(state), Arg::i64(rows), Arg::i64(count), Arg::i64(d), ref(op.getGain()), ref(op.getQuery()),
-        ref(op.getRowBias()), Arg::i64(queries), f32(op.getEps()), Arg::arena(scratch), pooled});
-  if (op.getKind() == HeadKind::Confidence)
-    call("head_confidence_into",
-         {pooled, ref(op.getProj()), ref(op.getBias()), Arg::i64(queries * d), ref(op.getResult())});
-  else
-    call("head_embedding",
-         {pooled, ref(op.getProj()), Arg::i64(lengthOf(op.getResult())), Arg::i64(queries * d), ref(op.getResult())});
+        ref(op.getRowBias()), Arg::i64(queries), f32(op.getEps()), scratch, pooled},
+       {}}};
+  if (op.getKind() == HeadKind::Confidence) {
+    head.push_back({"head_confidence_into",
+                    {pooled, ref(op.getProj()), ref(op.getBias()), Arg::i64(queries * d), Arg::of(Kind::HeadOutput)},
+                    {}});
+    program_.confidenceHead = std::move(head);
+  } else {
+    head.push_back({"head_embedding",
+                    {pooled, ref(op.getProj()), Arg::i64(lengthOf(op.getResult())), Arg::i64(queries * d),
+                     Arg::of(Kind::HeadOutput)},
+                    {}});
+    program_.embeddingHead = std::move(head);
+  }
 }
 
 void Lowering::lowerEngram(EngramGatherOp op) {
@@ -357,8 +369,9 @@ void Lowering::lowerOp(Operation &operation) {
       .Case([&](HeadOp op) { lowerHead(op); })
       .Case([&](func::ReturnOp op) {
         program_.facts.logits = bufferOf(op.getOperand(0));
-        program_.facts.confidence = bufferOf(op.getOperand(1));
-        program_.facts.embedding = bufferOf(op.getOperand(2));
+        for (Value head : op.getOperands().drop_front())
+          if (!head.getDefiningOp<HeadOp>())
+            error("@step returns a confidence or embedding that no needle.head makes");
       })
       .Default([&](Operation *op) {
         error("{} has no kernel; run the pipeline first", op->getName().getStringRef().str());

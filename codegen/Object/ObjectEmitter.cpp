@@ -158,17 +158,16 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
 
   const ModelFacts &f = program.facts;
   auto *factsType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_facts")->getValueType());
-  if (!factsType || factsType->getNumElements() != 11)
-    fail("internal: the runtime's needle_rt::ModelFacts is not the eleven fields the object printer fills");
+  if (!factsType || factsType->getNumElements() != 9)
+    fail("internal: the runtime's needle_rt::ModelFacts is not the nine fields the object printer fills");
   auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
   auto i32 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value); };
-  define(
-      "needle_facts",
-      llvm::ConstantStruct::get(
-          factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
-                      i64(f.embeddingDim), i64(f.logits), i64(f.confidence), i64(f.embedding), i64(f.batch),
-                      llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias))}),
-      8);
+  define("needle_facts",
+         llvm::ConstantStruct::get(factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen),
+                                               i64(f.vocabSize), i64(f.embeddingDim), i64(f.logits), i64(f.batch),
+                                               llvm::ConstantFP::get(llvm::Type::getFloatTy(context),
+                                                                     static_cast<double>(f.confidenceBias))}),
+         8);
   std::vector<uint32_t> sources(f.sourceBlocks.begin(), f.sourceBlocks.end());
   auto *sourceBlocks = new llvm::GlobalVariable(
       module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()), true,

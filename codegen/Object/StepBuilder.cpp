@@ -52,6 +52,7 @@ private:
   void call(const KernelCall &call);
   void stage(const StepStage &stage);
   void eachToken(const std::vector<KernelCall> &calls);
+  void head(const std::string &name, const std::vector<KernelCall> &calls);
   mlir::Value halideKernel(const std::string &name);
 
   mlir::MLIRContext &context_;
@@ -65,6 +66,7 @@ private:
   mlir::Block *entry_ = nullptr;
   mlir::Value arena_, tokens_, count_, start_; // the step's arguments
   mlir::Value index_;                          // the token the calls are for; null: token 0
+  mlir::Value scratch_, out_;                  // a head function's own scratch, and its out
   std::map<std::string, LLVM::LLVMFuncOp> kernels_;
   int lists_ = 0;
 };
@@ -143,6 +145,10 @@ mlir::Value StepBuilder::pointer(const KernelArg &arg) {
                                      offset(list, static_cast<int64_t>(i) * pointerBytes));
     return list;
   }
+  case Kind::HeadScratch:
+    return offset(scratch_, arg.value);
+  case Kind::HeadOutput:
+    return out_;
   case Kind::Null:
     return builder_.create<LLVM::ZeroOp>(loc_, ptr_);
   default:
@@ -286,7 +292,27 @@ mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
   for (const StepStage &each : program_.step)
     stage(each);
   builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
+  head("needle_confidence_head", program_.confidenceHead);
+  head("needle_embedding_head", program_.embeddingHead);
   return owned;
+}
+
+/// void name(const unsigned char *arena, float *out): a head's calls, on the arena (read only),
+/// a scratch of the head's own on the stack, and out.
+void StepBuilder::head(const std::string &name, const std::vector<KernelCall> &calls) {
+  builder_.setInsertionPointToEnd(module_.getBody());
+  auto function = builder_.create<LLVM::LLVMFuncOp>(
+      loc_, name, LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_), {ptr_, ptr_}));
+  entry_ = function.addEntryBlock(builder_);
+  arena_ = entry_->getArgument(0);
+  out_ = entry_->getArgument(1);
+  index_ = tokens_ = count_ = start_ = nullptr;
+  builder_.setInsertionPointToEnd(entry_);
+  const auto bytes = LLVM::LLVMArrayType::get(builder_.getI8Type(), std::max<int64_t>(program_.headScratch, 1));
+  scratch_ = builder_.create<LLVM::AllocaOp>(loc_, ptr_, bytes, integer(builder_.getI32Type(), 1), kWeightAlign);
+  for (const KernelCall &kernelCall : calls)
+    call(kernelCall);
+  builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
 }
 
 } // namespace

@@ -28,12 +28,13 @@ int64_t bytesOf(Value v) {
   return type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
-/// Values that live in the arena: tensors computed per token, not weights or constants.
+/// Values that live in the arena: tensors computed per token, not weights, constants or heads' outputs.
 bool inArena(Value v) {
   if (!isa<RankedTensorType>(v.getType()))
     return false;
   Operation *def = v.getDefiningOp();
-  return !def || !(isa<WeightOp>(def) || def->hasTrait<OpTrait::ConstantLike>());
+  // A head's output is computed when the C interface asks for it, into the caller's memory.
+  return !def || !(isa<WeightOp, HeadOp>(def) || def->hasTrait<OpTrait::ConstantLike>());
 }
 
 /// A byte range that must not overlap any other whose lifetime [first, last] overlaps it.

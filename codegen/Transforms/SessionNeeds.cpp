@@ -38,12 +38,9 @@ needle::SessionNeeds needle::sessionNeeds(Operation *op, int64_t maxSeqLen) {
         const int64_t longest = *std::max_element(gather.getOrders().begin(), gather.getOrders().end());
         return SessionNeeds{longest * static_cast<int64_t>(sizeof(int32_t)), 0};
       })
-      .Case([&](HeadOp head) {
+      .Case([&](HeadOp head) { // its output is computed when asked, on the head function's stack
         const ArrayRef<int64_t> probes = shapeOf(head.getProbes());
-        const int64_t rows = probes[0], count = probes[1], d = probes[2];
-        const int64_t pooled = shapeOf(head.getQuery())[0] * d;
-        return SessionNeeds{needle_rt::head_state_floats(rows, count, d) * kFloat,
-                            (needle_rt::head_finish_scratch_floats(rows, count) + pooled) * kFloat};
+        return SessionNeeds{needle_rt::head_state_floats(probes[0], probes[1], probes[2]) * kFloat, 0};
       })
       .Case([&](KronMlpOp mlp) {
         return SessionNeeds{0, needle_rt::kron_mlp_scratch_floats(lengthOf(mlp.getD1())) * kFloat};

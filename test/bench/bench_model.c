@@ -1,6 +1,7 @@
 /* Times a compiled model through its C interface, one thread: prefill (PREFILL tokens in one
- * feed) and decode (DECODE tokens fed one at a time after it), best of REPEATS, printed as
- * "prefill_tokens_per_s decode_tokens_per_s arena_bytes". Built by scripts/bench-backends.sh with
+ * feed), decode (DECODE tokens fed one at a time after it) and the heads (NAME_confidence and
+ * NAME_embedding once, computed when asked), best of REPEATS, printed as
+ * "prefill_tokens_per_s decode_tokens_per_s arena_bytes heads_microseconds". Built by scripts/bench-backends.sh with
  * -DNEEDLE_NAME and -DNEEDLE_HEADER like test/e2e/run_model.c.
  *
  *   bench_model [PREFILL [DECODE [REPEATS]]]      defaults 128 64 3 */
@@ -34,7 +35,9 @@ int main(int argc, char **argv) {
   CAT(NEEDLE_NAME, _session) *s = FN(_open)(arena, size);
   if (!s)
     return 1;
-  double best_prefill = 1e30, best_decode = 1e30;
+  float *embedding = malloc(FN(_info)()->embedding_dim * sizeof(float));
+  double best_prefill = 1e30, best_decode = 1e30, best_heads = 1e30;
+  volatile float sink = 0.0f;
   for (long r = 0; r < repeats; ++r) {
     FN(_reset)(s);
     double start = seconds();
@@ -46,10 +49,18 @@ int main(int argc, char **argv) {
       if (FN(_feed)(s, tokens + prefill + i, 1) != NEEDLE_OK)
         return 1;
     const double d = seconds() - start;
+    start = seconds();
+    sink = FN(_confidence)(s);
+    if (FN(_embedding)(s, embedding) != NEEDLE_OK)
+      return 1;
+    const double h = seconds() - start;
     best_prefill = p < best_prefill ? p : best_prefill;
     best_decode = d < best_decode ? d : best_decode;
+    best_heads = h < best_heads ? h : best_heads;
   }
-  printf("%.2f %.2f %zu\n", prefill / best_prefill, decode / best_decode, FN(_arena_size)());
+  printf("%.2f %.2f %zu %.1f\n", prefill / best_prefill, decode / best_decode, FN(_arena_size)(), 1e6 * best_heads);
+  (void)sink;
+  free(embedding);
   free(tokens);
   free(arena);
   return 0;
