@@ -451,6 +451,30 @@ struct CqLut16Rows {
   }
 };
 
+/// The largest |entry| of a group's fast-mode table (cqlut_group_table) without forming the
+/// entries: a unit's entries are sums of one product c[k]·x per input, and rounding is monotone,
+/// so the largest is the sum of each input's largest product, or minus the sum of its smallest
+/// (c's extremes times the input), whichever is larger: the same float as the largest entry.
+inline float cqlut_group_largest(const float *c, int bits, const float *x) {
+  float low = c[0], high = c[0];
+  for (int k = 1; k < (1 << bits); ++k) {
+    low = std::fmin(low, c[k]);
+    high = std::fmax(high, c[k]);
+  }
+  const int per_unit = 4 / bits;
+  float largest = 0.0f;
+  for (int u = 0; u < 32 * bits; ++u) {
+    float top = 0.0f, bottom = 0.0f;
+    for (int j = 0; j < per_unit; ++j) {
+      const float a = low * x[per_unit * u + j], b = high * x[per_unit * u + j];
+      top += std::fmax(a, b);
+      bottom += std::fmin(a, b);
+    }
+    largest = std::fmax(largest, std::fmax(top, -bottom));
+  }
+  return largest;
+}
+
 /// The fast mode's lookup table of one group of x_rot (128 floats) for a CQ2 or CQ4 codebook:
 /// entry k of unit u is Σ_j c[(k >> bits·j) & mask] x[u·(4/bits) + j] (for CQ2,
 /// c[k & 3] x0 + c[k >> 2] x1), quantized to int8 with one scale for the whole group (the
@@ -462,10 +486,7 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   auto entry = [&](int u, unsigned k) {
     return bits == 2 ? c[k & 3u] * x[2 * u] + c[k >> 2] * x[2 * u + 1] : c[k] * x[u];
   };
-  float largest = 0.0f;
-  for (int u = 0; u < units; ++u)
-    for (unsigned k = 0; k < 16; ++k)
-      largest = std::fmax(largest, std::fabs(entry(u, k)));
+  const float largest = cqlut_group_largest(c, bits, x);
   const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
   for (int u = 0; u < units; ++u)
     for (unsigned k = 0; k < 16; ++k)
@@ -979,22 +1000,41 @@ NEEDLE_RT_AVX2 inline void cqlut_entries_avx2(const CqLutCodebook &c, const floa
   }
 }
 
-/// cqlut_group_table with AVX2: a unit's 16 entries as two 8-float vectors, computed twice (once
-/// for the largest magnitude, once to quantize) rather than stored.
+/// cqlut_group_largest with AVX2, 16 inputs at a time (CQ2: a unit's two products are
+/// neighbours, which a horizontal add sums; which unit lands in which lane does not matter).
+template <int kBits> NEEDLE_RT_AVX2 inline float cqlut_group_largest_avx2(const float *codebook, const float *x) {
+  __m256 low = _mm256_set1_ps(codebook[0]), high = low;
+  for (int k = 1; k < (1 << kBits); ++k) {
+    low = _mm256_min_ps(low, _mm256_set1_ps(codebook[k]));
+    high = _mm256_max_ps(high, _mm256_set1_ps(codebook[k]));
+  }
+  __m256 largest = _mm256_setzero_ps();
+  for (int i = 0; i < cq_group; i += 16) {
+    __m256 top[2], bottom[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256 in = _mm256_loadu_ps(x + i + 8 * h), a = _mm256_mul_ps(low, in), b = _mm256_mul_ps(high, in);
+      top[h] = _mm256_max_ps(a, b);
+      bottom[h] = _mm256_min_ps(a, b);
+    }
+    if constexpr (kBits == 2) {
+      top[0] = top[1] = _mm256_hadd_ps(top[0], top[1]);
+      bottom[0] = bottom[1] = _mm256_hadd_ps(bottom[0], bottom[1]);
+    }
+    for (int h = 0; h < 2; ++h)
+      largest = _mm256_max_ps(largest, _mm256_max_ps(top[h], _mm256_sub_ps(_mm256_setzero_ps(), bottom[h])));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+/// cqlut_group_table with AVX2: a unit's 16 entries as two 8-float vectors, scaled by the largest
+/// (cqlut_group_largest_avx2), rounded and narrowed to bytes.
 template <int kBits>
 NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const float *x, int8_t *table) {
   constexpr int kUnits = 32 * kBits;
   const CqLutCodebook c = cqlut_codebook_avx2<kBits>(codebook);
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 largest = _mm256_setzero_ps();
-  for (int u = 0; u < kUnits; ++u) {
-    __m256 e0, e1;
-    cqlut_entries_avx2<kBits>(c, x, u, e0, e1);
-    largest = _mm256_max_ps(largest, _mm256_max_ps(_mm256_and_ps(e0, magnitude), _mm256_and_ps(e1, magnitude)));
-  }
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  const float top = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  const float top = cqlut_group_largest_avx2<kBits>(codebook, x);
   const __m256 inverse = _mm256_set1_ps(top > 0.0f ? 127.0f / top : 0.0f);
   for (int u = 0; u < kUnits; ++u) {
     __m256 e0, e1;

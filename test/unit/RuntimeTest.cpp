@@ -350,6 +350,44 @@ void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &
   }
 }
 
+/// The fast mode's groups to check its tables on: random inputs, inputs of one sign, a group of
+/// zeros but one, all zeros; with an asymmetric codebook (its extremes -1.7 and 1.1 differ in
+/// magnitude) and Needle's.
+std::vector<std::pair<std::vector<float>, Vec>> lutGroups(int bits) {
+  std::vector<float> skewed(1u << bits);
+  for (size_t k = 0; k < skewed.size(); ++k)
+    skewed[k] = -1.7f + 2.8f * static_cast<float>(k) / static_cast<float>(skewed.size() - 1);
+  const std::vector<float> needle = cq::codebook(cq::CodebookKind::Needle, bits);
+  Vec mixed = normals("lut x", 128), positive = mixed, single(128, 0.0f), zeros(128, 0.0f);
+  for (float &v : positive)
+    v = std::fabs(v);
+  single[77] = -3.0f;
+  std::vector<std::pair<std::vector<float>, Vec>> groups;
+  for (const auto &c : {skewed, needle})
+    for (const Vec &x : {mixed, positive, single, zeros})
+      groups.emplace_back(c, x);
+  return groups;
+}
+
+// cqlut_group_table's scale is its largest entry (as the entries are formed: c[a]·x0 + c[b]·x1,
+// or c[k]·x) over 127, found without forming the entries: checked against every entry.
+TEST(Runtime, CqLutGroupTableScaleIsItsLargestEntry) {
+  for (int bits : {2, 4})
+    for (const auto &[c, x] : lutGroups(bits)) {
+      float largest = 0.0f;
+      for (int u = 0; u < 32 * bits; ++u)
+        for (unsigned k = 0; k < 16; ++k)
+          largest =
+              std::max(largest, std::fabs(bits == 2 ? c[k & 3u] * x[2 * u] + c[k >> 2] * x[2 * u + 1] : c[k] * x[u]));
+      std::vector<int8_t> table(16 * 32 * bits);
+      EXPECT_EQ(needle_rt::cqlut_group_table(c.data(), bits, x.data(), table.data()), largest / 127.0f)
+          << "bits " << bits;
+      const int8_t top =
+          *std::max_element(table.begin(), table.end(), [](int8_t a, int8_t b) { return std::abs(a) < std::abs(b); });
+      EXPECT_EQ(std::abs(top), largest > 0.0f ? 127 : 0) << "bits " << bits;
+    }
+}
+
 // This file is built for the baseline x86-64 (or another CPU): cqx8_matmul, cqlut_exact_matmul
 // and cqlut_matmul are the portable ones.
 TEST(Runtime, CqX8MatmulPortable) { checkCq24Matmul(needle_rt::cqx8_matmul, CqLayout::CqX8, "cqx8_matmul", {4}); }
@@ -395,6 +433,23 @@ TEST(Runtime, CqLut16MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2", {2, 4}, CqAccuracy::Int8Tables);
+}
+
+// The AVX2 tables equal the portable ones (to one step where the compiler fuses an entry's
+// multiply and add), with the same scale.
+TEST(Runtime, CqLutGroupTableAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  for (int bits : {2, 4})
+    for (const auto &[c, x] : lutGroups(bits)) {
+      std::vector<int8_t> want(16 * 32 * bits), got(want.size());
+      const float scale = needle_rt::cqlut_group_table(c.data(), bits, x.data(), want.data());
+      const float avx2 = bits == 2 ? needle_rt::cqlut_group_table_avx2<2>(c.data(), x.data(), got.data())
+                                   : needle_rt::cqlut_group_table_avx2<4>(c.data(), x.data(), got.data());
+      EXPECT_NEAR(avx2, scale, 1e-6 * scale) << "bits " << bits;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_LE(std::abs(got[i] - want[i]), 1) << "bits " << bits << " entry " << i;
+    }
 }
 #endif
 
