@@ -241,7 +241,10 @@ NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)
 NEEDLE_KERNEL(cqlut_exact_matmul_avx2)
 NEEDLE_KERNEL(cqlut_exact_matmul_avx512)
+NEEDLE_KERNEL(cqx8_matmul_avx512)
 NEEDLE_KERNEL(kron_mlp_flat_avx2)
+NEEDLE_KERNEL(mhc_gates_avx2)
+NEEDLE_KERNEL(sigmoid_gate_avx2)
 #endif
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;

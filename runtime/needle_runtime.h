@@ -454,7 +454,8 @@ struct CqLut16Rows {
 /// The largest |entry| of a group's fast-mode table (cqlut_group_table) without forming the
 /// entries: a unit's entries are sums of one product c[k]·x per input, and rounding is monotone,
 /// so the largest is the sum of each input's largest product, or minus the sum of its smallest
-/// (c's extremes times the input), whichever is larger: the same float as the largest entry.
+/// (c's extremes times the input), whichever is larger: the same float as the largest entry,
+/// unless the compiler fuses an entry's multiply and add (then within its rounding).
 inline float cqlut_group_largest(const float *c, int bits, const float *x) {
   float low = c[0], high = c[0];
   for (int k = 1; k < (1 << bits); ++k) {
@@ -488,9 +489,10 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   };
   const float largest = cqlut_group_largest(c, bits, x);
   const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
-  for (int u = 0; u < units; ++u)
+  for (int u = 0; u < units; ++u) // clamped: a fused entry may pass the largest by its rounding
     for (unsigned k = 0; k < 16; ++k)
-      table[16 * u + k] = static_cast<int8_t>(std::nearbyint(entry(u, k) * inverse));
+      table[16 * u + k] =
+          static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(entry(u, k) * inverse, -127.0f), 127.0f)));
   return largest / 127.0f;
 }
 
@@ -1549,8 +1551,9 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 #endif
 }
 
-/// The exact mode's needle.cq_matmul for n tokens on a CQ2 matrix in the CqLut16 layout: AVX-512
-/// or AVX2 where the compiler targets it, else cqlut_exact_matmul_portable.
+/// The exact mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout
+/// (needlec lays CQ4 so only for an AVX-512 object): AVX-512 or AVX2 where the compiler targets
+/// it, else cqlut_exact_matmul_portable.
 inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -1661,6 +1664,60 @@ inline void lanes_init(const float *x, int64_t d, float *lanes) {
 /// unit() over 4d values. nx may equal lanes.
 inline void lane_norm(const float *lanes, int64_t d, float eps, float *nx) { unit_norm(lanes, 4 * d, eps, nx); }
 
+#if NEEDLE_RT_X86_KERNELS
+/// e^x for x <= 0, 8 at a time, within 2^-22 relative (Cephes' expf: x = n·ln 2 + r,
+/// |r| <= ln 2 / 2, e^r by a degree-7 polynomial, times 2^n); x below -87.3 (and -inf) gives
+/// e^-87.3, about 1.2e-38, which no sum of softmax weights notices.
+NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // x second: a NaN stays NaN
+  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts, so r is exact
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  __m256 p = _mm256_set1_ps(kPoly[0]);
+  for (int c = 1; c < 6; ++c)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kPoly[c]));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+/// ln x for a positive normal x, 8 at a time, within about 2^-22 relative (Cephes' logf: x =
+/// m·2^e with m in [sqrt(1/2), sqrt(2)); ln m = (m − 1) − (m − 1)²/2 + (m − 1)³ times a degree-8
+/// polynomial; plus e·ln 2 in two parts).
+NEEDLE_RT_AVX2 inline __m256 avx2_log(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
+  __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(126)); // x = m·2^e, m in [1/2, 1)
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), _mm256_set1_epi32(0x3F000000)));
+  const __m256 small = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OQ); // then 2m, e − 1
+  e = _mm256_sub_epi32(e, _mm256_and_si256(_mm256_castps_si256(small), _mm256_set1_epi32(1)));
+  m = _mm256_sub_ps(_mm256_add_ps(m, _mm256_and_ps(m, small)), _mm256_set1_ps(1.0f));
+  static constexpr float kPoly[] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
+                                    -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
+                                    2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+  __m256 p = _mm256_set1_ps(kPoly[0]);
+  for (int c = 1; c < 9; ++c)
+    p = _mm256_fmadd_ps(p, m, _mm256_set1_ps(kPoly[c]));
+  const __m256 z = _mm256_mul_ps(m, m), n = _mm256_cvtepi32_ps(e);
+  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, m), z);
+  y = _mm256_fmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), y);
+  y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
+  return _mm256_fmadd_ps(n, _mm256_set1_ps(0.693359375f), _mm256_add_ps(m, y));
+}
+
+/// σ(x) 8 at a time: 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so avx2_exp only sees
+/// e^-|x|. Below its clamp (|x| > 87.3, where e^-|x| is under the smallest normal float) e^-|x|
+/// counts as 0, so σ is exactly 0 or 1 there, as the portable sigmoid's; a NaN stays NaN.
+NEEDLE_RT_AVX2 inline __m256 avx2_sigmoid(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f), minus_abs = _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
+  const __m256 kept = _mm256_cmp_ps(minus_abs, _mm256_set1_ps(-87.3f), _CMP_NLT_UQ); // or NaN
+  const __m256 e = _mm256_and_ps(avx2_exp(minus_abs), kept);                         // e^-|x|
+  return _mm256_div_ps(_mm256_blendv_ps(one, e, x), _mm256_add_ps(one, e));          // x < 0 (its sign bit): e
+}
+#endif
+
 /// Log-domain Sinkhorn on a row-major 4x4 in place: 20 rounds of subtracting each row's, then
 /// each column's, logsumexp (max-shifted so exp cannot overflow), then exp. Columns of the
 /// result sum to 1, rows nearly.
@@ -1686,14 +1743,44 @@ inline void sinkhorn4(float *m) {
     m[i] = std::exp(m[i]);
 }
 
+#if NEEDLE_RT_X86_KERNELS
+/// sinkhorn4 with AVX2: rows 0–1 and 2–3 in two vectors, a row per 128-bit half. A row's max and
+/// sum take two swaps within its half, a column's the other vector and the other half; e^x and
+/// the logs 8 at a time (avx2_exp, avx2_log).
+NEEDLE_RT_AVX2 inline void sinkhorn4_avx2(float *m) {
+  __m256 v[2] = {_mm256_loadu_ps(m), _mm256_loadu_ps(m + 8)};
+  for (int round = 0; round < 20; ++round) {
+    for (int h = 0; h < 2; ++h) {
+      __m256 top = _mm256_max_ps(v[h], _mm256_permute_ps(v[h], 0xB1));
+      top = _mm256_max_ps(top, _mm256_permute_ps(top, 0x4E));
+      const __m256 e = avx2_exp(_mm256_sub_ps(v[h], top));
+      __m256 sum = _mm256_add_ps(e, _mm256_permute_ps(e, 0xB1));
+      sum = _mm256_add_ps(sum, _mm256_permute_ps(sum, 0x4E));
+      v[h] = _mm256_sub_ps(v[h], _mm256_add_ps(top, avx2_log(sum)));
+    }
+    __m256 top = _mm256_max_ps(v[0], v[1]);
+    top = _mm256_max_ps(top, _mm256_permute2f128_ps(top, top, 1));
+    __m256 sum = _mm256_add_ps(avx2_exp(_mm256_sub_ps(v[0], top)), avx2_exp(_mm256_sub_ps(v[1], top)));
+    sum = _mm256_add_ps(sum, _mm256_permute2f128_ps(sum, sum, 1));
+    const __m256 lse = _mm256_add_ps(top, avx2_log(sum));
+    v[0] = _mm256_sub_ps(v[0], lse);
+    v[1] = _mm256_sub_ps(v[1], lse);
+  }
+  _mm256_storeu_ps(m, avx2_exp(v[0]));
+  _mm256_storeu_ps(m + 8, avx2_exp(v[1]));
+}
+#endif
+
 /// needle.mhc_gates from the projections pre = Φ_pre nx [4], post = Φ_post nx [4], res = Φ_res
 /// nx [16] of the block at lane position `position` (one = one-hot at position % 4):
 ///   h_pre  = σ(a[0]·pre + b_pre + 8·one − 4)                  [4]
 ///   h_post = 2σ(a[1]·post + b_post − 4·(1 − one))             [4]
 ///   mix    = sinkhorn(a[2]·reshape(res, 4×4) + b_res)          [16], row-major
-inline void mhc_gates(const float *pre, const float *post, const float *res, const float *a, const float *b_pre,
-                      const float *b_post, const float *b_res, int64_t position, float *h_pre, float *h_post,
-                      float *mix) {
+/// by `sinkhorn` (sinkhorn4's signature).
+template <typename Sinkhorn>
+inline void mhc_gates_with(const float *pre, const float *post, const float *res, const float *a, const float *b_pre,
+                           const float *b_post, const float *b_res, int64_t position, float *h_pre, float *h_post,
+                           float *mix, Sinkhorn sinkhorn) {
   const int64_t own = position % 4;
   for (int l = 0; l < 4; ++l) {
     const float one = l == own ? 1.0f : 0.0f;
@@ -1702,7 +1789,27 @@ inline void mhc_gates(const float *pre, const float *post, const float *res, con
   }
   for (int i = 0; i < 16; ++i)
     mix[i] = a[2] * res[i] + b_res[i];
-  sinkhorn4(mix);
+  sinkhorn(mix);
+}
+
+#if NEEDLE_RT_X86_KERNELS
+/// mhc_gates with sinkhorn4_avx2.
+NEEDLE_RT_AVX2 inline void mhc_gates_avx2(const float *pre, const float *post, const float *res, const float *a,
+                                          const float *b_pre, const float *b_post, const float *b_res, int64_t position,
+                                          float *h_pre, float *h_post, float *mix) {
+  mhc_gates_with(pre, post, res, a, b_pre, b_post, b_res, position, h_pre, h_post, mix, sinkhorn4_avx2);
+}
+#endif
+
+/// needle.mhc_gates (mhc_gates_with), its Sinkhorn with AVX2 where the build has it.
+inline void mhc_gates(const float *pre, const float *post, const float *res, const float *a, const float *b_pre,
+                      const float *b_post, const float *b_res, int64_t position, float *h_pre, float *h_post,
+                      float *mix) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  mhc_gates_avx2(pre, post, res, a, b_pre, b_post, b_res, position, h_pre, h_post, mix);
+#else
+  mhc_gates_with(pre, post, res, a, b_pre, b_post, b_res, position, h_pre, h_post, mix, sinkhorn4);
+#endif
 }
 
 /// needle.lane_read: u [d] = Σ_l h_pre[l] · lane_l. u must not overlap lanes.
@@ -2002,24 +2109,6 @@ NEEDLE_RT_AVX2 inline void attention_scores_avx2(const float *q, int64_t dqk, co
                                                 avx2_first_lanes(slots - i));
 }
 
-/// e^x for x <= 0, 8 at a time, within 2^-22 relative (Cephes' expf: x = n·ln 2 + r,
-/// |r| <= ln 2 / 2, e^r by a degree-7 polynomial, times 2^n); x below -87.3 (and -inf) gives
-/// e^-87.3, about 1.2e-38, which no sum of softmax weights notices.
-NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // x second: a NaN stays NaN
-  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts, so r is exact
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-  __m256 p = _mm256_set1_ps(kPoly[0]);
-  for (int c = 1; c < 6; ++c)
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kPoly[c]));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-}
-
 /// scores[0..count) ← e^(scores·scale − max), returns 1 / their sum (as attention_read's softmax,
 /// 8 at a time).
 NEEDLE_RT_AVX2 inline float attention_softmax_avx2(float *scores, int64_t count, float scale) {
@@ -2129,10 +2218,25 @@ inline void attention(const float *q, const float *k, const float *v, int64_t he
 // After attention
 // ---------------------------------------------------------------------------------------------
 
+#if NEEDLE_RT_X86_KERNELS
+/// sigmoid_gate 8 at a time (avx2_sigmoid).
+NEEDLE_RT_AVX2 inline void sigmoid_gate_avx2(const float *x, const float *gate, int64_t n, float *out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), avx2_sigmoid(_mm256_loadu_ps(gate + i))));
+  for (; i < n; ++i)
+    out[i] = x[i] * sigmoid(gate[i]);
+}
+#endif
+
 /// needle.sigmoid_gate: out = x ⊙ σ(gate). out may equal x or gate.
 inline void sigmoid_gate(const float *x, const float *gate, int64_t n, float *out) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  sigmoid_gate_avx2(x, gate, n, out);
+#else
   for (int64_t i = 0; i < n; ++i)
     out[i] = x[i] * sigmoid(gate[i]);
+#endif
 }
 
 /// needle.residual_gate: out = x + σ(gate) · zc(a; norm), with gate the block's scalar
@@ -2308,18 +2412,13 @@ NEEDLE_RT_AVX2 inline void kronecker_avx2(const float *z, const float *wa, const
   avx2_combine_all_rows(wa, 1, ba, tmp, ba, ba, bb, out);
 }
 
-/// silu_in_place 8 at a time: σ(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so
-/// avx2_exp only sees e^-|x|. Below its clamp (|x| > 87.3, where e^-|x| is under the smallest
-/// normal float) e^-|x| counts as 0, so silu of a very negative x is -0 as in the portable kernel
-/// (not x times the clamp's e^-87.3).
+/// silu_in_place 8 at a time: x·σ(x) (avx2_sigmoid), so silu of a very negative x is -0 as in
+/// the portable kernel (not x times avx2_exp's clamp, e^-87.3).
 NEEDLE_RT_AVX2 inline void silu_in_place_avx2(float *x, int64_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f), clamp = _mm256_set1_ps(-87.3f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i), minus_abs = _mm256_or_ps(v, sign);
-    const __m256 e = _mm256_and_ps(avx2_exp(minus_abs), _mm256_cmp_ps(minus_abs, clamp, _CMP_GE_OQ)); // e^-|x|
-    const __m256 numerator = _mm256_blendv_ps(one, e, v); // x < 0 (its sign bit): e
-    _mm256_storeu_ps(x + i, _mm256_div_ps(_mm256_mul_ps(v, numerator), _mm256_add_ps(one, e)));
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(v, avx2_sigmoid(v)));
   }
   silu_in_place(x + i, n - i);
 }

@@ -262,6 +262,8 @@ size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(
 std::string Printer::source(const std::string &headerName) {
   for (const StepStage &stage : program_.step)
     printStage(stage);
+  const std::string heads =
+      head("confidence_head", program_.confidenceHead) + head("embedding_head", program_.embeddingHead);
   std::string data;
   for (const auto &[bits, values] : program_.codebooks)
     data += fmt::format("const float kCodebook{}[] = {{{}}};\n", bits, list(values, floatLiteral));
@@ -303,7 +305,7 @@ std::string Printer::source(const std::string &headerName) {
             "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
   source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ + "}\n\n";
   source += "// NAME_confidence's and NAME_embedding's heads, computed when asked from their pooling state.\n";
-  source += head("confidence_head", program_.confidenceHead) + head("embedding_head", program_.embeddingHead);
+  source += heads;
   source += "} // namespace\n";
   source += interface();
   return source;

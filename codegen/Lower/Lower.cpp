@@ -58,6 +58,7 @@ private:
   void lowerBlock(Block &block);
   void lowerOp(Operation &op);
   void lowerHead(HeadOp op);
+  void lowerReturn(func::ReturnOp op);
   void lowerEngram(EngramGatherOp op);
   void lowerInterface();
   void planBatches();
@@ -73,7 +74,8 @@ private:
   bool outputsOnly_ = false;                     // of the op being lowered
   std::map<std::string, int64_t> weightOffsets_; // by tensor name and head rows
   llvm::DenseMap<Operation *, int64_t> constantIndex_;
-  int64_t maxSeqLen_ = 0; // the plan's: it sized the KV rings
+  llvm::DenseMap<Operation *, std::vector<KernelCall>> headCalls_; // a head function's, by its needle.head
+  int64_t maxSeqLen_ = 0;                                          // the plan's: it sized the KV rings
 };
 
 int64_t Lowering::bufferOf(Value v) {
@@ -195,18 +197,29 @@ void Lowering::lowerHead(HeadOp op) {
        {Arg::arena(state), Arg::i64(rows), Arg::i64(count), Arg::i64(d), ref(op.getGain()), ref(op.getQuery()),
         ref(op.getRowBias()), Arg::i64(queries), f32(op.getEps()), scratch, pooled},
        {}}};
-  if (op.getKind() == HeadKind::Confidence) {
+  if (op.getKind() == HeadKind::Confidence)
     head.push_back({"head_confidence_into",
                     {pooled, ref(op.getProj()), ref(op.getBias()), Arg::i64(queries * d), Arg::of(Kind::HeadOutput)},
                     {}});
-    program_.confidenceHead = std::move(head);
-  } else {
+  else
     head.push_back({"head_embedding",
                     {pooled, ref(op.getProj()), Arg::i64(lengthOf(op.getResult())), Arg::i64(queries * d),
                      Arg::of(Kind::HeadOutput)},
                     {}});
-    program_.embeddingHead = std::move(head);
-  }
+  headCalls_[op] = std::move(head);
+}
+
+void Lowering::lowerReturn(func::ReturnOp op) {
+  auto head = [&](unsigned i, HeadKind kind) {
+    auto made = op.getNumOperands() == 3 ? op.getOperand(i).getDefiningOp<HeadOp>() : HeadOp();
+    return made && made.getKind() == kind ? made : HeadOp();
+  };
+  const HeadOp confidence = head(1, HeadKind::Confidence), embedding = head(2, HeadKind::Embedding);
+  if (!confidence || !embedding)
+    error("@step must return the logits, the confidence head's output and the embedding head's");
+  program_.facts.logits = bufferOf(op.getOperand(0));
+  program_.confidenceHead = std::move(headCalls_[confidence]);
+  program_.embeddingHead = std::move(headCalls_[embedding]);
 }
 
 void Lowering::lowerEngram(EngramGatherOp op) {
@@ -367,12 +380,7 @@ void Lowering::lowerOp(Operation &operation) {
           error("internal: a block's results are not planned in what it yields");
       })
       .Case([&](HeadOp op) { lowerHead(op); })
-      .Case([&](func::ReturnOp op) {
-        program_.facts.logits = bufferOf(op.getOperand(0));
-        for (Value head : op.getOperands().drop_front())
-          if (!head.getDefiningOp<HeadOp>())
-            error("@step returns a confidence or embedding that no needle.head makes");
-      })
+      .Case([&](func::ReturnOp op) { lowerReturn(op); })
       .Default([&](Operation *op) {
         error("{} has no kernel; run the pipeline first", op->getName().getStringRef().str());
       });
@@ -402,7 +410,7 @@ void Lowering::lowerInterface() {
 }
 
 /// The top-level ops of @step whose results reach only its return, and that keep no state: only
-/// the last token of a batch needs them (the head's pooled output is decided in lowerHead).
+/// the last token of a batch needs them (a head's output is not in the step: lowerHead).
 llvm::DenseSet<Operation *> outputsOnlyOps(func::FuncOp step) {
   llvm::DenseSet<Operation *> only;
   for (Operation &op : llvm::reverse(step.getBody().front())) {

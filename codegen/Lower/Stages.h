@@ -6,8 +6,8 @@
 
 namespace needle {
 
-/// A call of the one-token step, and whether its results reach only the outputs (logits,
-/// confidence, embedding), so that only the last token of a batch needs it.
+/// A call of the one-token step, and whether its results reach only the outputs (the logits),
+/// so that only the last token of a batch needs it.
 struct StepCall {
   KernelCall call;
   bool outputsOnly = false;

@@ -163,9 +163,10 @@ using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows,
 /// token's (cq_matvec) as a batch of one (stride 0, n 1), so each layout needs one kernel entry
 /// point per target.
 void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLayout packed, NormsLayout norms,
-                 const std::string &matmul) {
-  auto fits = [bits](const KernelCall &call) {
-    return std::find(bits.begin(), bits.end(), call.args[3].value) != bits.end();
+                 const std::string &matmul, int64_t rowMultiple = 1) {
+  auto fits = [bits, rowMultiple](const KernelCall &call) {
+    return std::find(bits.begin(), bits.end(), call.args[3].value) != bits.end() &&
+           call.args[4].value % rowMultiple == 0;
   };
   CqRelayout layout;
   layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
@@ -195,8 +196,9 @@ void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
   useCqLayout(program, {4}, cq4, blockCqX8Norms, matmul);
 }
 
-void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul) {
-  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul);
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
+                      bool wholeTiles) {
+  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul, wholeTiles ? kLutTile : 1);
 }
 
 } // namespace needle

@@ -68,8 +68,11 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
 void useCqX8Layout(KernelProgram &program, const std::string &matmul);
 
 /// Points every CQ matvec of `program` at one of the widths `bits` (2 and 4 in the fast mode,
-/// --activations int8; 2 in the exact mode) at the CqLut16 layout and at `matmul`, its kernel
-/// (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call becomes a batch of one.
-void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul);
+/// --activations int8; 2 in the exact mode, and 4 with AVX-512) at the CqLut16 layout and at
+/// `matmul`, its kernel (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call
+/// becomes a batch of one. With `wholeTiles`, only the matrices whose rows fill whole tiles of 16
+/// (no padding rows to store and stream).
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
+                      bool wholeTiles = false);
 
 } // namespace needle

@@ -280,8 +280,8 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
-/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_matmul_avx512) can run on the target's CPU
-/// (AVX-512F besides the AVX2 kernels' features).
+/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_matmul_avx512, cqx8_matmul_avx512) can run on the
+/// target's CPU (AVX-512F besides the AVX2 kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
@@ -292,15 +292,18 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
   return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
 }
 
-/// Points the attention calls whose dv fills whole vectors, the Hadamard calls whose group does
-/// and the Kronecker MLPs at the runtime's AVX2 kernels (needle_rt::attention_avx2,
-/// hadamard_avx2, kron_mlp_flat_avx2: the same arguments), which serve a CPU with AVX2 better
-/// than Halide's (docs/performance.md); the others stay with Halide.
+/// Points the attention calls whose dv fills whole vectors, the Hadamard calls whose group does,
+/// the Kronecker MLPs, the lanes' mixing gates and the sigmoid gates at the runtime's AVX2
+/// kernels (needle_rt::attention_avx2, hadamard_avx2, kron_mlp_flat_avx2, mhc_gates_avx2,
+/// sigmoid_gate_avx2: the same arguments), which serve a CPU with AVX2 better than Halide's or the
+/// portable ones (docs/performance.md); the others stay with Halide.
 void useAvx2Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
     const bool attention = call.kernel == "attention" && call.args[6].value % 8 == 0; // (q, k, v, heads, kv, dqk, dv
     const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0;   // (in, n, group, out)
-    if (attention || hadamard || call.kernel == "kron_mlp_flat")
+    const bool everyShape =
+        call.kernel == "kron_mlp_flat" || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
+    if (attention || hadamard || everyShape)
       call.kernel += "_avx2";
   });
 }
@@ -320,7 +323,10 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
     useCqLut16Layout(program, {2, 4}, "cqlut_matmul" + suffix);
   } else if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
-    useCqLut16Layout(program, {2, 4}, "cqlut_exact_matmul_avx512");
+    useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");
+    // CQ4 in whole tiles only: padded to a tile, the lanes' 4-row mixing projections would quadruple.
+    useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", /*wholeTiles=*/true);
+    useCqX8Layout(program, "cqx8_matmul_avx512");
   } else if (avx2) {
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");
     useCqX8Layout(program, "cqx8_matmul_avx2");

@@ -18,8 +18,9 @@ def PlanSession : Pass<"needle-plan-session", "mlir::ModuleOp"> {
       ring of each `needle.causal_taps` (stride·(taps−1) past inputs), the token ring of each
       `needle.engram_gather` (max(orders) tokens), the online pooling state of each
       `needle.head`;
-    - outputs: the values @step returns (logits, confidence, embedding), which must outlive
-      the call;
+    - outputs: the values @step returns that live in the arena (the logits), which must
+      outlive the call; a `needle.head`'s result gets no buffer, as the C interface computes
+      it when asked;
     - scratch: every other intermediate vector, and the kernels' own scratch
       (`needle.scratch = array<i64: offset, bytes>`), placed first-fit by liveness so values
       whose lifetimes do not overlap share bytes.

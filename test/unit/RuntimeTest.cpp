@@ -352,19 +352,21 @@ void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &
 
 /// The fast mode's groups to check its tables on: random inputs, inputs of one sign, a group of
 /// zeros but one, all zeros; with an asymmetric codebook (its extremes -1.7 and 1.1 differ in
-/// magnitude) and Needle's.
+/// magnitude), one of one sign (0.2 to 1.5: a unit's products can cancel) and Needle's.
 std::vector<std::pair<std::vector<float>, Vec>> lutGroups(int bits) {
-  std::vector<float> skewed(1u << bits);
-  for (size_t k = 0; k < skewed.size(); ++k)
+  std::vector<float> skewed(1u << bits), positive(1u << bits);
+  for (size_t k = 0; k < skewed.size(); ++k) {
     skewed[k] = -1.7f + 2.8f * static_cast<float>(k) / static_cast<float>(skewed.size() - 1);
+    positive[k] = 0.2f + 1.3f * static_cast<float>(k) / static_cast<float>(skewed.size() - 1);
+  }
   const std::vector<float> needle = cq::codebook(cq::CodebookKind::Needle, bits);
-  Vec mixed = normals("lut x", 128), positive = mixed, single(128, 0.0f), zeros(128, 0.0f);
-  for (float &v : positive)
+  Vec mixed = normals("lut x", 128), oneSign = mixed, single(128, 0.0f), zeros(128, 0.0f);
+  for (float &v : oneSign)
     v = std::fabs(v);
   single[77] = -3.0f;
   std::vector<std::pair<std::vector<float>, Vec>> groups;
-  for (const auto &c : {skewed, needle})
-    for (const Vec &x : {mixed, positive, single, zeros})
+  for (const auto &c : {skewed, positive, needle})
+    for (const Vec &x : {mixed, oneSign, single, zeros})
       groups.emplace_back(c, x);
   return groups;
 }
@@ -436,7 +438,7 @@ TEST(Runtime, CqLut16MatmulAvx2) {
 }
 
 // The AVX2 tables equal the portable ones (to one step where the compiler fuses an entry's
-// multiply and add), with the same scale.
+// multiply and add), with the same scale: both take it from the products' extremes.
 TEST(Runtime, CqLutGroupTableAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
@@ -446,7 +448,7 @@ TEST(Runtime, CqLutGroupTableAvx2) {
       const float scale = needle_rt::cqlut_group_table(c.data(), bits, x.data(), want.data());
       const float avx2 = bits == 2 ? needle_rt::cqlut_group_table_avx2<2>(c.data(), x.data(), got.data())
                                    : needle_rt::cqlut_group_table_avx2<4>(c.data(), x.data(), got.data());
-      EXPECT_NEAR(avx2, scale, 1e-6 * scale) << "bits " << bits;
+      EXPECT_EQ(avx2, scale) << "bits " << bits;
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_LE(std::abs(got[i] - want[i]), 1) << "bits " << bits << " entry " << i;
     }
@@ -930,6 +932,89 @@ TEST(Runtime, SiluAvx2) {
   Vec nans(8, std::numeric_limits<float>::quiet_NaN());
   needle_rt::silu_in_place_avx2(nans.data(), 8);
   EXPECT_TRUE(std::isnan(nan) && std::isnan(nans[0]) && std::isnan(nans[7])) << "silu(NaN) stays NaN";
+}
+
+TEST(Runtime, SigmoidGateAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // σ's two branches and its saturation, a NaN gate, and a tail past a multiple of 8.
+  Vec gate;
+  for (double v = -120; v <= 120; v += 0.37)
+    gate.push_back(static_cast<float>(v));
+  gate.push_back(-1e30f), gate.push_back(1e30f), gate.push_back(-std::numeric_limits<float>::infinity());
+  gate.push_back(std::numeric_limits<float>::quiet_NaN());
+  const Vec x = normals("gated", static_cast<int64_t>(gate.size()));
+  Vec got(x.size());
+  needle_rt::sigmoid_gate_avx2(x.data(), gate.data(), static_cast<int64_t>(x.size()), got.data());
+  for (size_t i = 0; i + 1 < x.size(); ++i) {
+    const double want = x[i] / (1 + std::exp(-static_cast<double>(gate[i])));
+    EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "gate " << gate[i];
+  }
+  EXPECT_TRUE(std::isnan(got.back())) << "a NaN gate gives NaN";
+  Vec nans(8, std::numeric_limits<float>::quiet_NaN()), out(8);
+  needle_rt::sigmoid_gate_avx2(x.data(), nans.data(), 8, out.data());
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[7])) << "NaN gates 8 at a time give NaN";
+}
+
+/// needle_rt::avx2_log of 8 floats (the intrinsics need the AVX2 target this function has).
+NEEDLE_RT_AVX2 void logAvx2(const float *x, float *out) {
+  _mm256_storeu_ps(out, needle_rt::avx2_log(_mm256_loadu_ps(x)));
+}
+
+TEST(Runtime, LogAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  // Both sides of the range split at sqrt(1/2), powers of 2, the sums Sinkhorn takes (1..4), and
+  // the normal range's ends.
+  Vec x = {1.0f,
+           2.0f,
+           4.0f,
+           0.5f,
+           0.70710677f,
+           0.70710683f,
+           1.4142135f,
+           3.999999f,
+           std::numeric_limits<float>::min(),
+           std::numeric_limits<float>::max()};
+  for (double v = 1; v <= 4; v += 0.0173)
+    x.push_back(static_cast<float>(v));
+  for (double v = 1e-37; v < 1e37; v *= 3.7)
+    x.push_back(static_cast<float>(v));
+  while (x.size() % 8 != 0)
+    x.push_back(1.5f);
+  for (size_t i = 0; i < x.size(); i += 8) {
+    float got[8];
+    logAvx2(x.data() + i, got);
+    for (size_t j = 0; j < 8; ++j) {
+      const double want = std::log(static_cast<double>(x[i + j]));
+      EXPECT_NEAR(got[j], want, 2.5e-7 * std::max(1.0, std::fabs(want))) << "ln " << x[i + j];
+    }
+  }
+}
+
+// The mixing gates with sinkhorn4_avx2 against the portable ones, on logits of several spreads
+// (a spread of 40 makes most of e^x vanish, the case the max shift is for).
+TEST(Runtime, MhcGatesAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  for (float spread : {0.1f, 1.0f, 5.0f, 40.0f}) {
+    const Vec pre = normals("pre", 4), post = normals("post", 4), res = normals("res", 16, spread),
+              a = {0.7f, 1.3f, 1.0f}, bPre = normals("bpre", 4), bPost = normals("bpost", 4),
+              bRes = normals("bres", 16);
+    for (int64_t position : {0, 5}) {
+      Vec hPre(4), hPost(4), mix(16), wantPre(4), wantPost(4), wantMix(16);
+      needle_rt::mhc_gates_avx2(pre.data(), post.data(), res.data(), a.data(), bPre.data(), bPost.data(), bRes.data(),
+                                position, hPre.data(), hPost.data(), mix.data());
+      needle_rt::mhc_gates_with(pre.data(), post.data(), res.data(), a.data(), bPre.data(), bPost.data(), bRes.data(),
+                                position, wantPre.data(), wantPost.data(), wantMix.data(), needle_rt::sinkhorn4);
+      const std::string what = "spread " + std::to_string(spread) + " position " + std::to_string(position);
+      expectClose(hPre, wantPre, 1e-6, what + " h_pre"); // the AVX2 build may fuse a·pre + b
+      expectClose(hPost, wantPost, 1e-6, what + " h_post");
+      expectClose(mix, wantMix, 1e-5, what + " mix");
+      for (int c = 0; c < 4; ++c) // the result's columns sum to 1
+        EXPECT_NEAR(mix[c] + mix[4 + c] + mix[8 + c] + mix[12 + c], 1.0f, 1e-5) << what << " column " << c;
+    }
+  }
 }
 
 TEST(Runtime, KronMlpAvx2) {

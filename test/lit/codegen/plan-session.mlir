@@ -92,3 +92,27 @@ module attributes {needle.max_seq_len = 16 : i64} {
     return %l1, %cell : tensor<4x8xf32>, tensor<8xf32>
   }
 }
+
+// -----
+
+// A head keeps its pooling state (rows x probes slots of d + 2 floats: 1 x 2 x 10 = 80 bytes at
+// 64), but its output gets no buffer and it needs no scratch: the C interface computes it when
+// asked, on its own stack (docs/codegen.md). The state ends at 192; the returned %x (32 bytes)
+// is the only output, at 192, so outputs end at 256.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 256 : i64, size = 256 : i64, state_end = 192 : i64}
+// CHECK: needle.head confidence({{.*}}) {eps = {{.*}}, needle.state = array<i64: 64, 80>, pad = 0 : i64}
+module attributes {needle.max_seq_len = 16 : i64} {
+  func.func @step(%tok: i32, %pos: i32) -> (tensor<8xf32>, tensor<1xf32>) {
+    %e = needle.weight "embed" : tensor<16x8xf32>
+    %x = needle.gather %e, %tok : (tensor<16x8xf32>, i32) -> tensor<8xf32>
+    %probes = needle.weight "confidence.probes" : tensor<1x2x8xf32>
+    %gain = needle.weight "confidence.gain" : tensor<1x2xf32>
+    %query = needle.weight "confidence.query" : tensor<2x8xf32>
+    %bias = needle.weight "confidence.row_bias" : tensor<2x1x2xf32>
+    %proj = needle.weight "confidence.proj" : tensor<1x16xf32>
+    %b = needle.weight "confidence.bias" : tensor<1xf32>
+    %conf = needle.head confidence(%x) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<1x2x8xf32>, tensor<1x2xf32>, tensor<2x8xf32>, tensor<2x1x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+    return %x, %conf : tensor<8xf32>, tensor<1xf32>
+  }
+}
