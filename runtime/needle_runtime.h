@@ -489,7 +489,7 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
   };
   const float largest = cqlut_group_largest(c, bits, x);
   const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
-  for (int u = 0; u < units; ++u) // clamped: a fused entry may pass the largest by its rounding
+  for (int u = 0; u < units; ++u) // clamped, so a NaN or infinite input cannot overflow the cast
     for (unsigned k = 0; k < 16; ++k)
       table[16 * u + k] =
           static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(entry(u, k) * inverse, -127.0f), 127.0f)));
@@ -742,9 +742,9 @@ inline void cqlut_exact_matmul_portable(const uint8_t *packed, const uint16_t *n
 #if NEEDLE_RT_X86_KERNELS
 // AVX2 kernels. Each function carries its own target attribute, so the runtime compiles without
 // -mavx2: the object backend calls them only for a CPU with AVX2, FMA and F16C (codegen/Object),
-// and C++ compiled for such a CPU reaches them through the #if in cqx8_matmul, cqlut_matmul and
-// cqlut_exact_matmul. On CqX8 (CQ4), a block of `count` groups of row r starts 64·count·r bytes
-// into the block.
+// and C++ compiled for such a CPU reaches them through the #if in cqx8_matmul, cqlut_matmul,
+// cqlut_exact_matmul, hadamard, attention, kron_mlp_flat, mhc_gates and sigmoid_gate. On CqX8 (CQ4), a block of `count`
+// groups of row r starts 64·count·r bytes into the block.
 #define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 /// The largest of a vector's 8 lanes.
@@ -1685,7 +1685,8 @@ NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
 
 /// ln x for a positive normal x, 8 at a time, within about 2^-22 relative (Cephes' logf: x =
 /// m·2^e with m in [sqrt(1/2), sqrt(2)); ln m = (m − 1) − (m − 1)²/2 + (m − 1)³ times a degree-8
-/// polynomial; plus e·ln 2 in two parts).
+/// polynomial; plus e·ln 2 in two parts). A NaN stays NaN (so a Sinkhorn row holding one turns
+/// all NaN, as the portable one does).
 NEEDLE_RT_AVX2 inline __m256 avx2_log(__m256 x) {
   const __m256i bits = _mm256_castps_si256(x);
   __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(126)); // x = m·2^e, m in [1/2, 1)
@@ -1704,12 +1705,14 @@ NEEDLE_RT_AVX2 inline __m256 avx2_log(__m256 x) {
   __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, m), z);
   y = _mm256_fmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), y);
   y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
-  return _mm256_fmadd_ps(n, _mm256_set1_ps(0.693359375f), _mm256_add_ps(m, y));
+  const __m256 ln = _mm256_fmadd_ps(n, _mm256_set1_ps(0.693359375f), _mm256_add_ps(m, y));
+  return _mm256_or_ps(ln, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
 /// σ(x) 8 at a time: 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, so avx2_exp only sees
 /// e^-|x|. Below its clamp (|x| > 87.3, where e^-|x| is under the smallest normal float) e^-|x|
-/// counts as 0, so σ is exactly 0 or 1 there, as the portable sigmoid's; a NaN stays NaN.
+/// counts as 0, so σ is exactly 0 or 1 there (the portable sigmoid's is within the smallest
+/// normal of it); a NaN stays NaN.
 NEEDLE_RT_AVX2 inline __m256 avx2_sigmoid(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f), minus_abs = _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
   const __m256 kept = _mm256_cmp_ps(minus_abs, _mm256_set1_ps(-87.3f), _CMP_NLT_UQ); // or NaN

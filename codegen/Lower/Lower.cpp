@@ -217,9 +217,15 @@ void Lowering::lowerReturn(func::ReturnOp op) {
   const HeadOp confidence = head(1, HeadKind::Confidence), embedding = head(2, HeadKind::Embedding);
   if (!confidence || !embedding)
     error("@step must return the logits, the confidence head's output and the embedding head's");
+  auto calls = [&](HeadOp made) {
+    auto it = headCalls_.find(made);
+    if (it == headCalls_.end())
+      error("internal: @step returns a needle.head that was not lowered");
+    return std::move(it->second);
+  };
   program_.facts.logits = bufferOf(op.getOperand(0));
-  program_.confidenceHead = std::move(headCalls_[confidence]);
-  program_.embeddingHead = std::move(headCalls_[embedding]);
+  program_.confidenceHead = calls(confidence);
+  program_.embeddingHead = calls(embedding);
 }
 
 void Lowering::lowerEngram(EngramGatherOp op) {

@@ -950,7 +950,7 @@ TEST(Runtime, SigmoidGateAvx2) {
     const double want = x[i] / (1 + std::exp(-static_cast<double>(gate[i])));
     EXPECT_NEAR(got[i], want, 1e-6 * std::max(1.0, std::fabs(want))) << "gate " << gate[i];
   }
-  EXPECT_TRUE(std::isnan(got.back())) << "a NaN gate gives NaN";
+  EXPECT_TRUE(std::isnan(got.back())) << "a NaN gate gives NaN (the scalar tail)";
   Vec nans(8, std::numeric_limits<float>::quiet_NaN()), out(8);
   needle_rt::sigmoid_gate_avx2(x.data(), nans.data(), 8, out.data());
   EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[7])) << "NaN gates 8 at a time give NaN";
@@ -1014,6 +1014,17 @@ TEST(Runtime, MhcGatesAvx2) {
       for (int c = 0; c < 4; ++c) // the result's columns sum to 1
         EXPECT_NEAR(mix[c] + mix[4 + c] + mix[8 + c] + mix[12 + c], 1.0f, 1e-5) << what << " column " << c;
     }
+  }
+  // A NaN or an infinity among the logits turns the whole matrix NaN in both.
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    Vec res(16, 0.5f), zeros(16, 0.0f), a = {1.0f, 1.0f, 1.0f}, gates(4, 0.0f), hPre(4), hPost(4), mix(16), want(16);
+    res[6] = bad;
+    needle_rt::mhc_gates_avx2(gates.data(), gates.data(), res.data(), a.data(), gates.data(), gates.data(),
+                              zeros.data(), 0, hPre.data(), hPost.data(), mix.data());
+    needle_rt::mhc_gates_with(gates.data(), gates.data(), res.data(), a.data(), gates.data(), gates.data(),
+                              zeros.data(), 0, hPre.data(), hPost.data(), want.data(), needle_rt::sinkhorn4);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_TRUE(std::isnan(mix[i]) && std::isnan(want[i])) << "mix " << i << " with " << bad << ": " << mix[i];
   }
 }
 

@@ -101,7 +101,7 @@ module attributes {needle.max_seq_len = 16 : i64} {
 // is the only output, at 192, so outputs end at 256.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 256 : i64, size = 256 : i64, state_end = 192 : i64}
-// CHECK: needle.head confidence({{.*}}) {eps = {{.*}}, needle.state = array<i64: 64, 80>, pad = 0 : i64}
+// CHECK: needle.head confidence({{.*}}) {eps = {{[^,]*}}, needle.state = array<i64: 64, 80>, pad = 0 : i64}
 module attributes {needle.max_seq_len = 16 : i64} {
   func.func @step(%tok: i32, %pos: i32) -> (tensor<8xf32>, tensor<1xf32>) {
     %e = needle.weight "embed" : tensor<16x8xf32>
