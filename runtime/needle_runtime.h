@@ -1025,9 +1025,7 @@ template <int kBits> NEEDLE_RT_AVX2 inline float cqlut_group_largest_avx2(const 
     for (int h = 0; h < 2; ++h)
       largest = _mm256_max_ps(largest, _mm256_max_ps(top[h], _mm256_sub_ps(_mm256_setzero_ps(), bottom[h])));
   }
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(largest), _mm256_extractf128_ps(largest, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+  return avx2_lane_max(largest);
 }
 
 /// cqlut_group_table with AVX2: a unit's 16 entries as two 8-float vectors, scaled by the largest
