@@ -410,12 +410,26 @@ struct CqLut16 {
   static int64_t offset(int64_t tiles, int64_t groups, int64_t t, int64_t g) {
     return cq_block_offset(tiles, groups, t, g, block);
   }
-  /// Row r's code of unit u in a tile's group.
-  static unsigned code(const uint8_t *tile_group, int64_t r, int64_t u) {
-    const uint8_t byte = tile_group[32 * (u / 4) + 16 * (u % 2) + r];
-    return u % 4 < 2 ? byte & 15u : byte >> 4u;
-  }
+  /// Where row r's code of unit u is in a tile's group: the byte, and the nibble (4: the high).
+  static int64_t byte(int64_t r, int64_t u) { return 32 * (u / 4) + 16 * (u % 2) + r; }
+  static int shift(int64_t u) { return u % 4 < 2 ? 0 : 4; }
 };
+
+/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni).
+/// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
+/// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
+/// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
+/// 32-bit lane: a byte permute of 4 units' tables looks up each byte's own unit, and one vpdpbusd
+/// adds a row's 4 entries into its lane.
+struct CqLutDword {
+  static int64_t byte(int64_t r, int64_t u) { return 64 * (u / 8) + 4 * r + u % 4; }
+  static int shift(int64_t u) { return u % 8 < 4 ? 0 : 4; }
+};
+
+/// Row r's code of unit u in a tile's group of a CqLut16 or CqLutDword matrix.
+template <typename Layout> inline unsigned cqlut_code(const uint8_t *tile_group, int64_t r, int64_t u) {
+  return (tile_group[Layout::byte(r, u)] >> Layout::shift(u)) & 15u;
+}
 
 /// A CqLut16 matrix read row by row, as cq_matvec_in and cq_matmul_in read a layout (the exact
 /// mode's CQ2 in plain C++, cqlut_exact_matmul_portable). Row r's bytes are r % 16 bytes into
@@ -435,7 +449,7 @@ struct CqLut16Rows {
     const int per_unit = 4 / bits, mask = (1 << bits) - 1;
     float chain[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int u = 0; u < 32 * bits; ++u) {
-      const unsigned code = CqLut16::code(p, 0, u);
+      const unsigned code = cqlut_code<CqLut16>(p, 0, u);
       float entry = 0.0f;
       for (int j = 0; j < per_unit; ++j)
         entry += c[(code >> (bits * j)) & mask] * x[per_unit * u + j];
@@ -447,7 +461,7 @@ struct CqLut16Rows {
     const int per_unit = 4 / bits, mask = (1 << bits) - 1;
     for (int u = 0; u < 32 * bits; ++u)
       for (int j = 0; j < per_unit; ++j)
-        out[(per_unit * u + j) * stride] = c[(CqLut16::code(p, 0, u) >> (bits * j)) & mask];
+        out[(per_unit * u + j) * stride] = c[(cqlut_code<CqLut16>(p, 0, u) >> (bits * j)) & mask];
   }
 };
 
@@ -543,7 +557,7 @@ inline void cqlut_each_tile(int64_t rows, int64_t groups, float *y, int64_t stri
 template <typename Lut, int kBits, int kTokens>
 inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
                          int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  alignas(32) CqLutBlockTables<kBits> tables[kTokens];
+  alignas(64) CqLutBlockTables<kBits> tables[kTokens]; // whole cache lines for a 64-byte table load
   CqLutBlockScales scale[kTokens];
   cqlut_each_tile<kTokens>(
       rows, groups, y, stride,
@@ -605,7 +619,7 @@ struct CqLutPortable : CqLutScalarTables {
           const uint8_t *p = tile + CqLut16::tile_group_bytes(kBits) * g;
           int32_t sum = 0;
           for (int64_t u = 0; u < 32 * kBits; ++u)
-            sum += tables[j][g][16 * u + CqLut16::code(p, r, u)];
+            sum += tables[j][g][16 * u + cqlut_code<CqLut16>(p, r, u)];
           acc += static_cast<float>(sum) * (scale[j][g] * half_to_float(norms[CqLut16::tile * g + r]));
         }
         out[j][r] = acc;
@@ -1050,14 +1064,18 @@ NEEDLE_RT_AVX2 inline float cqlut_group_table_avx2(const float *codebook, const 
   return top / 127.0f;
 }
 
-/// The fast mode's kernels with AVX2 (cqlut_matmul_on), the tables built by
-/// cqlut_group_table_avx2; runs of up to 8 CQ2 tokens or 4 CQ4 ones (32 KB of tables on the stack,
-/// which a thread's stack holds on x86-64, even musl's 128 KB).
-struct CqLutAvx2 {
+/// The fast mode's tables on x86-64 (cqlut_group_table_avx2), for CqLutAvx2 and CqLutAvx512Vnni;
+/// runs of up to 8 CQ2 tokens or 4 CQ4 ones (32 KB of tables on the stack, which a thread's stack
+/// holds on x86-64, even musl's 128 KB).
+struct CqLutAvx2Tables {
   template <int kBits> static constexpr int run_tokens = 16 / kBits;
   template <int kBits> NEEDLE_RT_AVX2 static float table(const float *codebook, const float *x, int8_t *table) {
     return cqlut_group_table_avx2<kBits>(codebook, x, table);
   }
+};
+
+/// The fast mode's kernels with AVX2 (cqlut_matmul_on) on CqLut16.
+struct CqLutAvx2 : CqLutAvx2Tables {
   /// CqLutPortable::tile's sums. Per 32-byte chunk (16 rows x 4 units): the low and
   /// high nibbles index two byte shuffles of 4 units' tables; unpacking their results byte by byte
   /// puts each row's two entries side by side, and vpmaddubsw by ones adds them into 16-bit sums
@@ -1291,6 +1309,8 @@ NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const 
 // "undefined" register that -Wmaybe-uninitialized reports in every caller (GCC bug 105593).
 #define NEEDLE_RT_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 constexpr __mmask16 kAll16 = 0xFFFF;
+constexpr __mmask32 kAll32 = 0xFFFFFFFFu;
+constexpr __mmask64 kAll64 = ~0ull;
 
 /// A CQ2 group's pair tables as cq2_exact_tile_avx512 reads them: unit u's 16 float entries
 /// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cqlut_entries_avx2). 4 KB per group.
@@ -1486,6 +1506,72 @@ NEEDLE_RT_AVX512 inline void cqx8_matmul_avx512(const uint8_t *packed, const uin
                                                 int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
                                                 int64_t stride, int64_t n) {
   cqx8_matmul_with(cqx8_matvec_avx512, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+}
+
+// The fast mode with AVX-512 VBMI and VNNI, on the CqLutDword layout: vpermb looks up each byte
+// in its own unit's table, and vpdpbusd adds a row's 4 entries into its 32-bit lane. The object
+// backend lays the weights so and calls cqlut_matmul_avx512vnni for a CPU with both (Ice Lake,
+// Sapphire Rapids, Zen 4); the C++ backend lays CqLut16 for every build, so it keeps the AVX2
+// kernel.
+#define NEEDLE_RT_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni,avx2,fma,f16c")))
+
+/// The fast mode's kernels with AVX-512 VBMI and VNNI (cqlut_matmul_on) on CqLutDword, whose
+/// units are CqLut16's, so their tables are too.
+struct CqLutAvx512Vnni : CqLutAvx2Tables {
+  /// CqLutPortable::tile's sums on CqLutDword. Per 64-byte chunk (16 rows x 8 units), each byte's
+  /// low nibble with its place in the lane above it (4 units' tables, 64 entries) indexes one
+  /// vpermb, the high nibble another; vpdpbusd by ones adds each row's 4 entries into its 32-bit
+  /// sum. 7 instructions per 128 weights, against CqLutAvx2's 22. A token's sums go in 4 chains
+  /// (2 in a run: the tokens are chains enough) to hide vpdpbusd's latency; per group, they
+  /// become floats scaled by the group's scale and norms.
+  template <int kBits, int kTokens>
+  NEEDLE_RT_AVX512_VNNI static void tile(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                         const CqLutBlockTables<kBits> *tables, const CqLutBlockScales *scale,
+                                         float (*out)[CqLut16::tile]) {
+    constexpr int kChunks = 4 * kBits, kChains = kTokens == 1 ? 4 : 2;
+    const __m512i nibble = _mm512_set1_epi8(15), ones = _mm512_set1_epi8(1);
+    const __m512i units = _mm512_set1_epi32(0x30201000); // byte b of a lane reads entries 16b..16b+15
+    __m512 sums[kTokens];
+    for (int j = 0; j < kTokens; ++j)
+      sums[j] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(kBits)) {
+      __m512i acc[kTokens][kChains];
+      for (int j = 0; j < kTokens; ++j)
+        for (int k = 0; k < kChains; ++k)
+          acc[j][k] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+      for (int m = 0; m < kChunks; ++m) {
+        const __m512i codes = _mm512_loadu_si512(tile + 64 * m);
+        const __m512i low = _mm512_ternarylogic_epi32(codes, nibble, units, 0xEA), // (codes & 15) | units
+            high = _mm512_ternarylogic_epi32(_mm512_maskz_srli_epi16(kAll32, codes, 4), nibble, units, 0xEA);
+#pragma GCC unroll 8
+        for (int j = 0; j < kTokens; ++j) {
+          const int8_t *t = tables[j][g] + 128 * m; // units 8m..8m+3, then 8m+4..8m+7
+          __m512i &a0 = acc[j][(2 * m) % kChains], &a1 = acc[j][(2 * m + 1) % kChains];
+          a0 = _mm512_dpbusd_epi32(a0, ones, _mm512_maskz_permutexvar_epi8(kAll64, low, _mm512_loadu_si512(t)));
+          a1 = _mm512_dpbusd_epi32(a1, ones, _mm512_maskz_permutexvar_epi8(kAll64, high, _mm512_loadu_si512(t + 64)));
+        }
+      }
+      const __m512 n =
+          _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+      for (int j = 0; j < kTokens; ++j) {
+        __m512i total = acc[j][0];
+        for (int k = 1; k < kChains; ++k)
+          total = _mm512_add_epi32(total, acc[j][k]);
+        sums[j] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll16, total),
+                                  _mm512_mul_ps(n, _mm512_set1_ps(scale[j][g])), sums[j]);
+      }
+    }
+    for (int j = 0; j < kTokens; ++j)
+      _mm512_storeu_ps(out[j], sums[j]);
+  }
+};
+
+/// cqlut_matmul with AVX-512 VBMI and VNNI (bits 2 or 4), on a matrix in the CqLutDword layout.
+NEEDLE_RT_AVX512_VNNI inline void cqlut_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                          const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                          const float *x_rot, float *y, int64_t stride, int64_t n) {
+  cqlut_matmul_on<CqLutAvx512Vnni>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 /// fwht's butterflies between lanes kHalf (1, 2 or 4) apart inside each 8-float vector: the lower

@@ -78,7 +78,12 @@ std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t 
   return out;
 }
 
-std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+namespace {
+
+/// A CQ2 or CQ4 matrix in CqLut16's tiles, blocks and units, each unit's code where `Layout`
+/// (needle_rt::CqLut16 or CqLutDword) puts it in its tile's group.
+template <typename Layout>
+std::vector<uint8_t> tileCqLut(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
   const int64_t groupBytes = 16 * bits, tiles = needle_rt::CqLut16::tiles(rows), unitColumns = 4 / bits;
   std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * groupBytes), 0);
   for (int64_t r = 0; r < rows; ++r)
@@ -90,11 +95,20 @@ std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t gr
         unsigned code = 0;
         for (int64_t j = 0; j < unitColumns; ++j)
           code |= fileIndex(in, bits, u * unitColumns + j) << (bits * j);
-        // Chunk u/4, byte 16·(u % 2) + row; units 4q and 4q+1 in the low nibbles, 4q+2 and 4q+3 high.
-        tileGroup[32 * (u / 4) + 16 * (u % 2) + r % kLutTile] |= static_cast<uint8_t>(code << (u % 4 < 2 ? 0 : 4));
+        tileGroup[Layout::byte(r % kLutTile, u)] |= static_cast<uint8_t>(code << Layout::shift(u));
       }
     }
   return out;
+}
+
+} // namespace
+
+std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+  return tileCqLut<needle_rt::CqLut16>(packed, rows, groups, bits);
+}
+
+std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+  return tileCqLut<needle_rt::CqLutDword>(packed, rows, groups, bits);
 }
 
 std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
@@ -199,6 +213,10 @@ void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
 void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                       bool wholeTiles) {
   useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul, wholeTiles ? kLutTile : 1);
+}
+
+void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul) {
+  useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul);
 }
 
 } // namespace needle

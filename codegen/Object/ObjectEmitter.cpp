@@ -286,6 +286,13 @@ bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machi
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
 
+/// Whether the runtime's fast-mode kernel for AVX-512 with VBMI and VNNI (needle_rt::cqlut_matmul_avx512vnni) can run
+/// on the target's CPU (Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4, which lacks both).
+bool hasAvx512VnniKernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
+  return hasAvx512Kernels(target, machine) &&
+         machine.getMCSubtargetInfo()->checkFeatures("+avx512bw,+avx512vbmi,+avx512vnni");
+}
+
 /// Whether the runtime's simd128 kernels (needle_rt::cqlut_matmul_simd128)
 /// can run on the target (wasm32 has simd128 by default, docs/targets.md).
 bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
@@ -319,7 +326,9 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
-  if (options.activations == Activations::Int8) { // the same algorithm on every target, SIMD or not
+  if (options.activations == Activations::Int8 && avx2 && hasAvx512VnniKernels(target, *machine)) {
+    useCqLutDwordLayout(program, {2, 4}, "cqlut_matmul_avx512vnni"); // a row's units in one lane: vpdpbusd adds them
+  } else if (options.activations == Activations::Int8) {             // the same algorithm on every target, SIMD or not
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
     useCqLut16Layout(program, {2, 4}, "cqlut_matmul" + suffix);
   } else if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook

@@ -4,7 +4,8 @@
 // as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2 and, with AVX-512,
 // CQ4, cqlut_exact_matmul, and CqX8 for CQ4 otherwise, cqx8_matmul: their AVX2 or AVX-512 code
 // when built for it, plain C++ otherwise), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4 bits, held to its
-// error bound instead: docs/targets.md, "The fast mode"). Odd rows (partial tiles of 16), partial and single groups,
+// error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its CqLutDword layout and
+// cqlut_matmul_avx512vnni too). Odd rows (partial tiles of 16), partial and single groups,
 // whole and short blocks, one token and runs of tokens. Prints one line per failure and a summary;
 // exits non-zero on any failure.
 #include "codegen/Lower/WeightLayouts.h"
@@ -14,6 +15,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <vector>
+
+// Built for AVX-512 with VBMI and VNNI (besides AVX-512F, AVX2, FMA, F16C), it checks
+// needle_rt::cqlut_matmul_avx512vnni on the CqLutDword layout too.
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&            \
+    defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define NEEDLE_CHECK_VNNI 1
+#else
+#define NEEDLE_CHECK_VNNI 0
+#endif
 
 namespace {
 
@@ -176,8 +186,15 @@ int main() {
       }
       check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random);
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
+#if NEEDLE_CHECK_VNNI // the object's fast kernel on a CPU with AVX-512 VBMI and VNNI (the C++ backend keeps CqLut16)
+      const std::vector<uint8_t> dword = needle::tileCqLutDword(m.packed.data(), m.rows, m.groups, bits);
+      check("cqlut_matmul_avx512vnni", needle_rt::cqlut_matmul_avx512vnni, m, dword.data(), tiledNorms.data(), shape[2],
+            random, true);
+#endif
     }
-#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs
+#if NEEDLE_CHECK_VNNI
+  const char *path = "AVX-512 VNNI"; // and the exact matvecs' AVX-512, cqlut_matmul's AVX2
+#elif defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs
   const char *path = "AVX-512"; // the exact matvecs; the fast mode's AVX2
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   const char *path = "AVX2";

@@ -95,3 +95,6 @@ if {"avx2", "fma", "f16c"} <= cpu_flags:
 # x86-avx512: the same, and AVX-512F (the runtime's AVX-512 kernels).
 if {"avx2", "fma", "f16c", "avx512f"} <= cpu_flags:
     config.available_features.add("x86-avx512")
+# x86-avx512-vnni: the same, and AVX-512 BW, VBMI and VNNI (the fast mode's AVX-512 kernel).
+if {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vbmi", "avx512_vnni"} <= cpu_flags:
+    config.available_features.add("x86-avx512-vnni")

@@ -218,9 +218,9 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
 using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *,
                                 float *, int64_t, int64_t);
 
-/// The layouts a CQ matmul kernel reads: the file's, and the two needlec re-lays CQ2 and CQ4 into
-/// (CqX8 CQ4 only).
-enum class CqLayout { File, CqX8, CqLut16 };
+/// The layouts a CQ matmul kernel reads: the file's, and the three needlec re-lays CQ2 and CQ4
+/// into (CqX8 CQ4 only).
+enum class CqLayout { File, CqX8, CqLut16, CqLutDword };
 
 /// How close a CQ matmul kernel must come to the reference: as float sums in another order, or
 /// within the fast mode's bound (int8 tables).
@@ -232,9 +232,10 @@ std::pair<std::vector<uint8_t>, std::vector<uint16_t>> relaid(const CqMatrix &m,
     return {m.packed.indices, m.packed.norms};
   const int64_t groups = cq::paddedCols(m.cols) / 128;
   const auto *norms = reinterpret_cast<const uint8_t *>(m.packed.norms.data());
-  const std::vector<uint8_t> packed = layout == CqLayout::CqX8
-                                          ? interleaveCqX8(m.packed.indices.data(), m.rows, groups)
-                                          : tileCqLut16(m.packed.indices.data(), m.rows, groups, m.bits);
+  const uint8_t *indices = m.packed.indices.data();
+  const std::vector<uint8_t> packed = layout == CqLayout::CqX8      ? interleaveCqX8(indices, m.rows, groups)
+                                      : layout == CqLayout::CqLut16 ? tileCqLut16(indices, m.rows, groups, m.bits)
+                                                                    : tileCqLutDword(indices, m.rows, groups, m.bits);
   const std::vector<uint8_t> blocked =
       layout == CqLayout::CqX8 ? blockCqX8Norms(norms, m.rows, groups) : blockCqLut16Norms(norms, m.rows, groups);
   std::vector<uint16_t> halves(blocked.size() / 2);
@@ -435,6 +436,46 @@ TEST(Runtime, CqLut16MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2", {2, 4}, CqAccuracy::Int8Tables);
+}
+
+bool hasAvx512Vnni() {
+  return hasAvx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+TEST(Runtime, CqLutDwordMatmulAvx512Vnni) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  checkCq24Matmul(needle_rt::cqlut_matmul_avx512vnni, CqLayout::CqLutDword, "cqlut_matmul_avx512vnni", {2, 4},
+                  CqAccuracy::Int8Tables);
+}
+
+// The VNNI kernel on CqLutDword adds the same table entries as the AVX2 one on CqLut16 (exact
+// integer sums) and scales them by the same float operations: the same floats, bit for bit.
+TEST(Runtime, CqLutAvx512VnniEqualsAvx2) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  for (int bits : {2, 4})
+    for (const auto [rows, cols, n] :
+         {std::tuple<int64_t, int64_t, int64_t>{37, 1100, 1}, {64, 640, 8}, {13, 200, 3}}) {
+      const std::string what = "vnni vs avx2 bits=" + std::to_string(bits) + " rows=" + std::to_string(rows);
+      const CqMatrix m(what, rows, cols, bits);
+      const auto [lut16, norms] = relaid(m, CqLayout::CqLut16);
+      const auto [dword, dwordNorms] = relaid(m, CqLayout::CqLutDword);
+      const int64_t stride = cq::paddedCols(cols) + rows;
+      Vec avx2(static_cast<size_t>(n * stride));
+      for (int64_t j = 0; j < n; ++j) {
+        const Vec x = normals(what + " x" + std::to_string(j), cols);
+        needle_rt::hadamard(x.data(), cols, 128, avx2.data() + j * stride);
+      }
+      Vec vnni = avx2;
+      const int64_t padded = cq::paddedCols(cols);
+      needle_rt::cqlut_matmul_avx2(lut16.data(), norms.data(), m.codebook.data(), bits, rows, cols, avx2.data(),
+                                   avx2.data() + padded, stride, n);
+      needle_rt::cqlut_matmul_avx512vnni(dword.data(), dwordNorms.data(), m.codebook.data(), bits, rows, cols,
+                                         vnni.data(), vnni.data() + padded, stride, n);
+      expectBitEqual(vnni, avx2, what);
+    }
 }
 
 // The AVX2 tables equal the portable ones (to one step where the compiler fuses an entry's

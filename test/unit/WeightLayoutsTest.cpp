@@ -209,12 +209,11 @@ TEST(WeightLayouts, CqX8ReadsBackEveryColumnItWasGiven) {
   }
 }
 
-TEST(WeightLayouts, CqLut16RowsReadsBackEveryColumnOfEveryRow) {
-  // The runtime's row-by-row CqLut16 reader (the exact mode's portable CQ2) must decode each
-  // row's own columns from the tiles, blocks and chunks tileCqLut16 wrote: 19 rows (a padded
-  // second tile) of 5 groups (a block of 4 and one of 1), index (c >> bits·p + r) mod 2^bits for
-  // column c of row r under pattern p, decoded with the codebook c[k] = k.
-  const int64_t rows = 19, groups = 5;
+/// The read-back tests' matrices: 19 rows (a padded second tile) of 5 groups (a block of 4 and one
+/// of 1) at 2 and 4 bits, index (c >> bits·p + r) mod 2^bits for column c of row r under each
+/// pattern p. check(bits, index, packed) for each, packed in the file's layout.
+constexpr int64_t kReadBackRows = 19, kReadBackGroups = 5;
+template <typename Check> void forEachReadBackMatrix(Check check) {
   for (int bits : {2, 4})
     for (int pattern = 0; bits * pattern < 7; ++pattern) {
       const unsigned mask = (1u << bits) - 1u;
@@ -222,22 +221,32 @@ TEST(WeightLayouts, CqLut16RowsReadsBackEveryColumnOfEveryRow) {
         return static_cast<unsigned>((column >> (bits * pattern)) + r) & mask;
       };
       std::vector<uint8_t> packed;
-      for (int64_t r = 0; r < rows; ++r) {
-        const std::vector<uint8_t> row = packRow(bits, 128 * groups, [&](int64_t c) { return index(r, c); });
+      for (int64_t r = 0; r < kReadBackRows; ++r) {
+        const std::vector<uint8_t> row = packRow(bits, 128 * kReadBackGroups, [&](int64_t c) { return index(r, c); });
         packed.insert(packed.end(), row.begin(), row.end());
       }
-      const std::vector<uint8_t> tiled = tileCqLut16(packed.data(), rows, groups, bits);
-      const float codebook[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-      const needle_rt::CqLut16Rows layout{bits};
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t g = 0; g < groups; ++g) {
-          std::vector<float> decoded(128, -1.0f);
-          layout.group_decode(layout.group(tiled.data(), rows, groups, r, g), codebook, decoded.data(), 1);
-          for (int64_t i = 0; i < 128; ++i)
-            ASSERT_EQ(decoded[static_cast<size_t>(i)], static_cast<float>(index(r, 128 * g + i)))
-                << "bits " << bits << " pattern " << pattern << " row " << r << " column " << 128 * g + i;
-        }
+      check(bits, index, packed);
     }
+}
+
+TEST(WeightLayouts, CqLut16RowsReadsBackEveryColumnOfEveryRow) {
+  // The runtime's row-by-row CqLut16 reader (the exact mode's portable CQ2) must decode each
+  // row's own columns from the tiles, blocks and chunks tileCqLut16 wrote, with the codebook
+  // c[k] = k.
+  const int64_t rows = kReadBackRows, groups = kReadBackGroups;
+  forEachReadBackMatrix([&](int bits, auto index, const std::vector<uint8_t> &packed) {
+    const std::vector<uint8_t> tiled = tileCqLut16(packed.data(), rows, groups, bits);
+    const float codebook[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const needle_rt::CqLut16Rows layout{bits};
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        std::vector<float> decoded(128, -1.0f);
+        layout.group_decode(layout.group(tiled.data(), rows, groups, r, g), codebook, decoded.data(), 1);
+        for (int64_t i = 0; i < 128; ++i)
+          ASSERT_EQ(decoded[static_cast<size_t>(i)], static_cast<float>(index(r, 128 * g + i)))
+              << "bits " << bits << " row " << r << " column " << 128 * g + i;
+      }
+  });
 }
 
 TEST(WeightLayouts, CqLut16Cq2PairCodesByRowInTiles) {
@@ -252,6 +261,46 @@ TEST(WeightLayouts, CqLut16Cq2PairCodesByRowInTiles) {
   want[512 + 0] = 12 << 4;
   want[16 + 2] = 1;
   EXPECT_EQ(tileCqLut16(packed.data(), 17, 1, 2), want);
+}
+
+TEST(WeightLayouts, CqLutDwordHoldsEachRowsUnitsInItsOwnLane) {
+  // CQ2, 17 rows of one group: 2 tiles (the second padded) of 8 chunks of 64 bytes. Row 16,
+  // column 5 = index 3: unit 2's second column, code 3 << 2 = 12, in chunk 0, byte 4·0 + 2 of
+  // tile 1, low nibble. Row 2, column 2 = index 1: unit 1, code 1, byte 4·2 + 1, low. Row 3,
+  // column 13 = index 2: unit 6's second column, code 8, in byte 4·3 + 2's high nibble. Row 0,
+  // column 16 = index 1: unit 8, code 1, the low nibble of chunk 1's byte 0.
+  std::vector<uint8_t> packed(17 * 32, 0); // the file: 4 indices per byte, little-endian
+  packed[16 * 32 + 5 / 4] = static_cast<uint8_t>(3 << (2 * (5 % 4)));
+  packed[2 * 32 + 2 / 4] = static_cast<uint8_t>(1 << (2 * (2 % 4)));
+  packed[3 * 32 + 13 / 4] = static_cast<uint8_t>(2 << (2 * (13 % 4)));
+  packed[0 * 32 + 16 / 4] = 1;
+  std::vector<uint8_t> want(2 * 16 * 32, 0);
+  want[512 + 2] = 12;
+  want[9] = 1;
+  want[14] = 8 << 4;
+  want[64] = 1;
+  EXPECT_EQ(tileCqLutDword(packed.data(), 17, 1, 2), want);
+}
+
+TEST(WeightLayouts, CqLutDwordReadsBackEveryColumnOfEveryRow) {
+  // Every unit's code where needle_rt::CqLutDword says it is (the VNNI kernel's reading).
+  const int64_t rows = kReadBackRows, groups = kReadBackGroups, tiles = needle_rt::CqLut16::tiles(rows);
+  forEachReadBackMatrix([&](int bits, auto index, const std::vector<uint8_t> &packed) {
+    const std::vector<uint8_t> tiled = tileCqLutDword(packed.data(), rows, groups, bits);
+    const int64_t perUnit = 4 / bits;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint8_t *tileGroup = tiled.data() + needle_rt::CqLut16::tile_group_bytes(bits) *
+                                                      needle_rt::CqLut16::offset(tiles, groups, r / 16, g);
+        for (int64_t u = 0; u < 32 * bits; ++u) {
+          unsigned want = 0;
+          for (int64_t j = 0; j < perUnit; ++j)
+            want |= index(r, 128 * g + perUnit * u + j) << (bits * j);
+          ASSERT_EQ(needle_rt::cqlut_code<needle_rt::CqLutDword>(tileGroup, r % 16, u), want)
+              << "bits " << bits << " row " << r << " group " << g << " unit " << u;
+        }
+      }
+  });
 }
 
 TEST(WeightLayouts, CqLut16Cq4OneColumnPerUnitGroupsInBlocks) {
