@@ -2305,14 +2305,20 @@ inline void attention(const float *q, const float *k, const float *v, int64_t he
 // After attention
 // ---------------------------------------------------------------------------------------------
 
+/// sigmoid_gate in plain C++.
+inline void sigmoid_gate_portable(const float *x, const float *gate, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] * sigmoid(gate[i]);
+}
+
 #if NEEDLE_RT_X86_KERNELS
-/// sigmoid_gate 8 at a time (avx2_sigmoid).
+/// sigmoid_gate 8 at a time (avx2_sigmoid), the rest in plain C++. (A tail loop of its own here
+/// made GCC 12 warn, wrongly, of an overflowing iteration wherever n was a multiple of 8.)
 NEEDLE_RT_AVX2 inline void sigmoid_gate_avx2(const float *x, const float *gate, int64_t n, float *out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), avx2_sigmoid(_mm256_loadu_ps(gate + i))));
-  for (; i < n; ++i)
-    out[i] = x[i] * sigmoid(gate[i]);
+  sigmoid_gate_portable(x + i, gate + i, n - i, out + i);
 }
 #endif
 
@@ -2321,8 +2327,7 @@ inline void sigmoid_gate(const float *x, const float *gate, int64_t n, float *ou
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   sigmoid_gate_avx2(x, gate, n, out);
 #else
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = x[i] * sigmoid(gate[i]);
+  sigmoid_gate_portable(x, gate, n, out);
 #endif
 }
 
