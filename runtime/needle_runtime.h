@@ -511,7 +511,7 @@ inline float cqlut_group_table(const float *c, int bits, const float *x, int8_t 
 }
 
 /// One token's tables of a block of groups (a group's: 16 entries per unit, 1 KB for CQ2, 2 KB
-/// for CQ4) and their scales, as a CqLut16 kernel's tile function reads them for kTokens tokens:
+/// for CQ4) and their scales, as a CqLut16 (or CqLutDword) kernel's tile function reads them for kTokens tokens:
 /// tables[j] and scale[j] token j's.
 template <int kBits> using CqLutBlockTables = int8_t[CqLut16::block][16 * 32 * kBits];
 using CqLutBlockScales = float[CqLut16::block];
@@ -529,7 +529,7 @@ inline void cqlut_tile_to_y(const float (*out)[CqLut16::tile], int64_t t, int64_
   }
 }
 
-/// The pass every CqLut16 kernel makes over a matrix, block by block: prepare(g0, count) for the
+/// The pass every CqLut16 (and CqLutDword) kernel makes over a matrix, block by block: prepare(g0, count) for the
 /// block of `count` groups at g0 (building its tables), then tile(at, g0, count, out) for each tile
 /// (its groups `at` tile groups into the matrix), whose sums out[j][0..16) are stored or added
 /// into kTokens tokens' y (cqlut_tile_to_y).
@@ -575,9 +575,9 @@ inline void cqlut_tokens(const uint8_t *packed, const uint16_t *norms, const flo
 }
 
 /// The fast mode's needle.cq_matmul for n tokens (token j's x_rot and y j·stride floats after
-/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout, on the kernels `Lut`: runs of
-/// Lut::run_tokens<bits> tokens (a power of two) and shorter ones for the rest (token_runs), each
-/// streaming the weights once.
+/// token 0's) on a CQ2 or CQ4 matrix in the CqLut16 layout (CqLutDword for CqLutAvx512Vnni), on the kernels `Lut`: runs
+/// of Lut::run_tokens<bits> tokens (a power of two) and shorter ones for the rest (token_runs), each streaming the
+/// weights once.
 template <typename Lut>
 inline void cqlut_matmul_on(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                             int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
@@ -1521,7 +1521,8 @@ struct CqLutAvx512Vnni : CqLutAvx2Tables {
   /// CqLutPortable::tile's sums on CqLutDword. Per 64-byte chunk (16 rows x 8 units), each byte's
   /// low nibble with its place in the lane above it (4 units' tables, 64 entries) indexes one
   /// vpermb, the high nibble another; vpdpbusd by ones adds each row's 4 entries into its 32-bit
-  /// sum. 7 instructions per 128 weights, against CqLutAvx2's 22. A token's sums go in 4 chains
+  /// sum. 7 instructions per 64 bytes of codes (128 units: 256 CQ2 weights, 128 CQ4 ones), against
+  /// CqLutAvx2's 22. A token's sums go in 4 chains
   /// (2 in a run: the tokens are chains enough) to hide vpdpbusd's latency; per group, they
   /// become floats scaled by the group's scale and norms.
   template <int kBits, int kTokens>

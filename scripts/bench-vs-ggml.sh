@@ -47,7 +47,7 @@ def ratio(g, a):
     return f"{g / a:.2f}x" if g and a else "—"
 
 def best(*times):
-    """The fastest of the kernels measured (the one a compiled model gets on this CPU)."""
+    """The fastest of the kernels measured (on this CPU, the one a compiled model gets, or as fast)."""
     return min((t for t in times if t), default=None)
 
 print("| shape (rows x cols x tokens) | ggml Q2_K | ours CQ2 exact, AVX2 | ours CQ2 exact, AVX-512 | ours CQ2 exact, portable "

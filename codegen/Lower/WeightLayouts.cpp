@@ -17,6 +17,7 @@ namespace {
 constexpr int64_t kGroup = needle_rt::cq_group;
 constexpr int64_t kLutTile = needle_rt::CqLut16::tile;
 static_assert(needle_rt::CqX8::block == needle_rt::CqLut16::block, "one block order for both layouts");
+static_assert(kWholeCqLutTiles.multiple == kLutTile, "whole tiles are CqLut16's");
 
 /// Where item i's group g goes, counted in groups: rows in CqX8, tiles of rows in CqLut16.
 int64_t blockOffset(int64_t items, int64_t groups, int64_t i, int64_t g) {
@@ -177,10 +178,10 @@ using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows,
 /// token's (cq_matvec) as a batch of one (stride 0, n 1), so each layout needs one kernel entry
 /// point per target.
 void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLayout packed, NormsLayout norms,
-                 const std::string &matmul, int64_t rowMultiple = 1) {
-  auto fits = [bits, rowMultiple](const KernelCall &call) {
+                 const std::string &matmul, CqRows rows = {}) {
+  auto fits = [bits, rows](const KernelCall &call) {
     return std::find(bits.begin(), bits.end(), call.args[3].value) != bits.end() &&
-           call.args[4].value % rowMultiple == 0;
+           call.args[4].value % rows.multiple == 0 && call.args[4].value >= rows.atLeast;
   };
   CqRelayout layout;
   layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
@@ -210,13 +211,12 @@ void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
   useCqLayout(program, {4}, cq4, blockCqX8Norms, matmul);
 }
 
-void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
-                      bool wholeTiles) {
-  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul, wholeTiles ? kLutTile : 1);
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul, CqRows rows) {
+  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul, rows);
 }
 
-void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul) {
-  useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul);
+void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul, CqRows rows) {
+  useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul, rows);
 }
 
 } // namespace needle

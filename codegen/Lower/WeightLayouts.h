@@ -14,7 +14,8 @@ namespace needle {
 /// How the CQ matvecs take their activations: `Float`, the exact mode (the default: f32 inputs,
 /// f32 sums, within the reference's tolerance); `Int8`, the fast mode (needlec --activations
 /// int8: per group, the products of the CQ2/CQ4 codebook with the inputs as int8 lookup tables,
-/// docs/targets.md "The fast mode"). CQ3 matvecs stay exact in both.
+/// docs/targets.md "The fast mode"). CQ3 matvecs, and CQ4 ones of fewer than 64 rows
+/// (kFastCq4Rows), stay exact in both.
 enum class Activations { Float, Int8 };
 
 /// `rows` row-major rows of `rowElements` elements of `elementBytes` bytes each, re-laid in tiles
@@ -73,17 +74,31 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
 /// it (needle_rt::cqx8_matmul's signature); a one-token call becomes a batch of one.
 void useCqX8Layout(KernelProgram &program, const std::string &matmul);
 
-/// Points every CQ matvec of `program` at one of the widths `bits` (2 and 4 in the fast mode,
-/// --activations int8; 2 in the exact mode, and 4 with AVX-512) at the CqLut16 layout and at
-/// `matmul`, its kernel (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call
-/// becomes a batch of one. With `wholeTiles`, only the matrices whose rows fill whole tiles of 16
-/// (no padding rows to store and stream).
-void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
-                      bool wholeTiles = false);
+/// Which of a width's CQ matrices a layout takes, by their rows: a multiple of `multiple`, and at
+/// least `atLeast`.
+struct CqRows {
+  int64_t multiple = 1, atLeast = 0;
+};
 
-/// Points every CQ matvec of `program` at one of the widths `bits` at the CqLutDword layout and at
-/// `matmul`, its kernel (needle_rt::cqlut_matmul_avx512vnni's signature); a one-token call
-/// becomes a batch of one.
-void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul);
+/// The matrices whose rows fill whole CqLut16 tiles (no padding rows to store and stream).
+constexpr CqRows kWholeCqLutTiles{16, 0};
+
+/// The CQ4 matrices the fast mode takes: 64 rows or more. A narrower one stays exact, since its
+/// tables (16 entries per column and token) cost more than its weights: on AVX-512, a 4 x 3072
+/// lanes' mixing projection took 10.7 µs on tables against 0.7 µs exact (docs/performance.md).
+constexpr CqRows kFastCq4Rows{1, 64};
+
+/// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` (2, and
+/// 4 in kFastCq4Rows, in the fast mode, --activations int8; 2 in the exact mode, and 4 in whole
+/// tiles of 16 with AVX-512) at the CqLut16 layout and at `matmul`, its kernel
+/// (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call becomes a batch of one.
+void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
+                      CqRows rows = {});
+
+/// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` at the
+/// CqLutDword layout and at `matmul`, its kernel (needle_rt::cqlut_matmul_avx512vnni's
+/// signature); a one-token call becomes a batch of one.
+void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
+                         CqRows rows = {});
 
 } // namespace needle

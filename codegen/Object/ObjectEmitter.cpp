@@ -326,15 +326,22 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
-  if (options.activations == Activations::Int8 && avx2 && hasAvx512VnniKernels(target, *machine)) {
-    useCqLutDwordLayout(program, {2, 4}, "cqlut_matmul_avx512vnni"); // a row's units in one lane: vpdpbusd adds them
-  } else if (options.activations == Activations::Int8) {             // the same algorithm on every target, SIMD or not
+  // The fast mode's matvecs first (CQ2, and CQ4 of kFastCq4Rows); the rest, and every CQ matvec of
+  // the exact mode, then take the exact kernels.
+  if (options.activations == Activations::Int8) {
+    // With VNNI, CqLutDword: a row's units in one lane, which vpdpbusd adds. Otherwise CqLut16: the
+    // same algorithm on every target, SIMD or not.
+    const bool vnni = avx2 && hasAvx512VnniKernels(target, *machine);
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
-    useCqLut16Layout(program, {2, 4}, "cqlut_matmul" + suffix);
-  } else if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
+    const auto use = vnni ? useCqLutDwordLayout : useCqLut16Layout;
+    const std::string matmul = vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix;
+    use(program, {2}, matmul, {});
+    use(program, {4}, matmul, kFastCq4Rows);
+  }
+  if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");
     // CQ4 in whole tiles only: padded to a tile, the lanes' 4-row mixing projections would quadruple.
-    useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", /*wholeTiles=*/true);
+    useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
     useCqX8Layout(program, "cqx8_matmul_avx512");
   } else if (avx2) {
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");

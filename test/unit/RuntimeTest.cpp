@@ -27,6 +27,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace needle;
@@ -328,7 +329,7 @@ TEST(Runtime, CqMatmulMatchesEachTokensMatvec) {
   }
 }
 
-/// The shapes the CqX8 and CqLut16 kernels are checked on, at the widths `widths`: odd rows (a
+/// The shapes the CqX8, CqLut16 and CqLutDword kernels are checked on, at the widths `widths`: odd rows (a
 /// partial tile of 16, rows past a multiple of 8), a partial group, one group, one row; blocks of
 /// 4 groups whole and short (of 3, 2 and 1 groups); one token, and runs of 8, 4, 2 and 1.
 void checkCq24Matmul(CqMatmulKernel kernel, CqLayout layout, const std::string &name, std::initializer_list<int> widths,

@@ -280,6 +280,15 @@ TEST(WeightLayouts, CqLutDwordHoldsEachRowsUnitsInItsOwnLane) {
   want[14] = 8 << 4;
   want[64] = 1;
   EXPECT_EQ(tileCqLutDword(packed.data(), 17, 1, 2), want);
+  // CQ4, 6 rows of one group: one tile of 16 chunks. Row 5, column 15 = index 9: unit 15 = 8·1 + 4
+  // + 3, the high nibble of chunk 1's byte 4·5 + 3. Row 5, column 0 = index 6: chunk 0's byte 20.
+  std::vector<uint8_t> cq4(6 * 64, 0); // 2 indices per byte, little-endian
+  cq4[5 * 64 + 15 / 2] = 9 << 4;
+  cq4[5 * 64 + 0] = 6;
+  std::vector<uint8_t> want4(16 * 64, 0);
+  want4[64 + 4 * 5 + 3] = 9 << 4;
+  want4[4 * 5] = 6;
+  EXPECT_EQ(tileCqLutDword(cq4.data(), 6, 1, 4), want4);
 }
 
 TEST(WeightLayouts, CqLutDwordReadsBackEveryColumnOfEveryRow) {
@@ -369,6 +378,26 @@ TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
   const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
   EXPECT_TRUE(std::equal(before.begin() + 512, before.end(), program.weights.begin() + 512));
+}
+
+TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
+  // The fast mode's CQ4 (kFastCq4Rows): a matrix of 64 rows takes the layout, one of 63 keeps its
+  // kernel and bytes for the exact mode's; whole tiles (kWholeCqLutTiles): 32 rows yes, 17 no.
+  KernelProgram program =
+      programOf({cqCall("cq_matvec", 0, 8192, 4, 64), cqCall("cq_matvec", 4096, 8320, 4, 63)}, 8448);
+  const std::vector<uint8_t> before = program.weights;
+  useCqLutDwordLayout(program, {4}, "cqlut_matmul_avx512vnni", kFastCq4Rows);
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cqlut_matmul_avx512vnni");
+  const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
+  EXPECT_TRUE(std::equal(wide.begin(), wide.end(), program.weights.begin()));
+  EXPECT_EQ(calls[1].kernel, "cq_matvec");
+  EXPECT_TRUE(std::equal(before.begin() + 4096, before.begin() + 8192, program.weights.begin() + 4096));
+
+  KernelProgram tiles = programOf({cqCall("cq_matvec", 0, 2048, 4, 32), cqCall("cq_matvec", 2112, 3200, 4, 17)}, 3264);
+  useCqLut16Layout(tiles, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
+  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cqlut_exact_matmul_avx512");
+  EXPECT_EQ(tiles.step[0].calls[1].kernel, "cq_matvec");
 }
 
 } // namespace
