@@ -319,10 +319,8 @@ CppModel emitCpp(KernelProgram program, const std::string &name, const std::stri
   // for CQ4 of kFastCq4Rows; the rest, exact, as the exact mode's), whatever the compiler targets:
   // their kernels pick SIMD code by #if (AVX2; the fast mode's also NEON and simd128) and plain
   // C++ otherwise.
-  if (activations == Activations::Int8) {
-    useCqLut16Layout(program, {2}, "cqlut_matmul");
-    useCqLut16Layout(program, {4}, "cqlut_matmul", kFastCq4Rows);
-  }
+  if (activations == Activations::Int8)
+    useFastCqLayout(program, useCqLut16Layout, "cqlut_matmul");
   useCqLut16Layout(program, {2}, "cqlut_exact_matmul");
   useCqX8Layout(program, "cqx8_matmul");
   return {header(name), Printer(program, name).source(headerName)};

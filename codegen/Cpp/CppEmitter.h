@@ -14,9 +14,9 @@ struct CppModel {
   std::string source; // OUT.cpp: the runtime, the weights, @step and the C interface
 };
 
-/// Prints `program`, its CQ2 and CQ4 matrices in the CqX8 layout (with Activations::Int8, the fast
-/// mode's CqLut16). `name` prefixes every exported symbol; `headerName` is what the source
-/// #includes.
+/// Prints `program`, its CQ2 matrices in the CqLut16 layout and its CQ4 ones in CqX8 (with
+/// Activations::Int8, CqLut16 for CQ2 and for CQ4 of kFastCq4Rows). `name` prefixes every exported
+/// symbol; `headerName` is what the source #includes.
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations = Activations::Float);
 

@@ -219,4 +219,9 @@ void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, c
   useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul, rows);
 }
 
+void useFastCqLayout(KernelProgram &program, CqLutLayoutUse use, const std::string &matmul) {
+  use(program, {2}, matmul, {});
+  use(program, {4}, matmul, kFastCq4Rows);
+}
+
 } // namespace needle

@@ -88,10 +88,14 @@ constexpr CqRows kWholeCqLutTiles{16, 0};
 /// lanes' mixing projection took 10.7 µs on tables against 0.7 µs exact (docs/performance.md).
 constexpr CqRows kFastCq4Rows{1, 64};
 
-/// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` (2, and
-/// 4 in kFastCq4Rows, in the fast mode, --activations int8; 2 in the exact mode, and 4 in whole
-/// tiles of 16 with AVX-512) at the CqLut16 layout and at `matmul`, its kernel
-/// (needle_rt::cqlut_matmul's or cqlut_exact_matmul's); a one-token call becomes a batch of one.
+// The useCq*Layout functions take only the CQ matvecs still on the file's layout (isCqMatvec:
+// still named cq_matvec or cq_matmul), so a printer chains them: the first that takes a matrix
+// keeps it.
+
+/// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` (2 in
+/// the exact mode, and 4 in whole tiles of 16 with AVX-512; the fast mode's: useFastCqLayout) at
+/// the CqLut16 layout and at `matmul`, its kernel (needle_rt::cqlut_matmul's or
+/// cqlut_exact_matmul's); a one-token call becomes a batch of one.
 void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                       CqRows rows = {});
 
@@ -100,5 +104,13 @@ void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, cons
 /// signature); a one-token call becomes a batch of one.
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                          CqRows rows = {});
+
+/// useCqLut16Layout or useCqLutDwordLayout.
+using CqLutLayoutUse = void (*)(KernelProgram &, const std::vector<int> &, const std::string &, CqRows);
+
+/// The fast mode's matvecs (--activations int8): every CQ2 one and the CQ4 ones of kFastCq4Rows,
+/// pointed at `use`'s layout and at `matmul`, its kernel. The rest stay on the file's layout for
+/// the exact mode's choices that follow.
+void useFastCqLayout(KernelProgram &program, CqLutLayoutUse use, const std::string &matmul);
 
 } // namespace needle

@@ -333,10 +333,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
     // same algorithm on every target, SIMD or not.
     const bool vnni = avx2 && hasAvx512VnniKernels(target, *machine);
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
-    const auto use = vnni ? useCqLutDwordLayout : useCqLut16Layout;
-    const std::string matmul = vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix;
-    use(program, {2}, matmul, {});
-    use(program, {4}, matmul, kFastCq4Rows);
+    useFastCqLayout(program, vnni ? useCqLutDwordLayout : useCqLut16Layout,
+                    vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
   }
   if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");

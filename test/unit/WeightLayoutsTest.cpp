@@ -380,6 +380,43 @@ TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
   EXPECT_TRUE(std::equal(before.begin() + 512, before.end(), program.weights.begin() + 512));
 }
 
+TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
+  // The object's chain on an AVX-512 VNNI CPU: the fast layout first, then the exact ones. A
+  // 64-row CQ4 matrix goes fast (CqLutDword), a 16-row one to CqLut16 in whole tiles, a 4-row one
+  // to CqX8, and a CQ2 one fast; each is re-laid once. The 64-row matrix is one that cq_row also
+  // reads (the tied embedding): the fast kernel reads a copy, and its file bytes stay.
+  KernelCall gather{"cq_row",
+                    {KernelArg::weight(0, "uint8_t"), KernelArg::weight(4096, "uint16_t"),
+                     KernelArg::of(KernelArg::Kind::Codebook, 4), KernelArg::i32(4), KernelArg::i64(0),
+                     KernelArg::i64(128), KernelArg::arena(0)},
+                    ""};
+  KernelProgram program =
+      programOf({gather, cqCall("cq_matvec", 0, 4096, 4, 64), cqCall("cq_matmul", 4224, 5248, 4, 16),
+                 cqCall("cq_matvec", 5280, 5536, 4, 4), cqCall("cq_matvec", 5544, 6056, 2, 16)},
+                6144);
+  const std::vector<uint8_t> before = program.weights;
+  useFastCqLayout(program, useCqLutDwordLayout, "cqlut_matmul_avx512vnni");
+  useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");
+  useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
+  useCqX8Layout(program, "cqx8_matmul_avx512");
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cq_row");
+  EXPECT_EQ(calls[1].kernel, "cqlut_matmul_avx512vnni");
+  EXPECT_EQ(calls[2].kernel, "cqlut_exact_matmul_avx512");
+  EXPECT_EQ(calls[3].kernel, "cqx8_matmul_avx512");
+  EXPECT_EQ(calls[4].kernel, "cqlut_matmul_avx512vnni");
+  EXPECT_TRUE(std::equal(before.begin(), before.begin() + 4096, program.weights.begin())) << "cq_row's bytes";
+  ASSERT_GE(calls[1].args[0].value, 6144);
+  const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
+  EXPECT_TRUE(std::equal(wide.begin(), wide.end(), program.weights.begin() + calls[1].args[0].value));
+  const std::vector<uint8_t> tile = tileCqLut16(before.data() + 4224, 16, 1, 4);
+  EXPECT_TRUE(std::equal(tile.begin(), tile.end(), program.weights.begin() + calls[2].args[0].value));
+  const std::vector<uint8_t> x8 = interleaveCqX8(before.data() + 5280, 4, 1);
+  EXPECT_TRUE(std::equal(x8.begin(), x8.end(), program.weights.begin() + calls[3].args[0].value));
+  const std::vector<uint8_t> cq2 = tileCqLutDword(before.data() + 5544, 16, 1, 2);
+  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin() + calls[4].args[0].value));
+}
+
 TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
   // The fast mode's CQ4 (kFastCq4Rows): a matrix of 64 rows takes the layout, one of 63 keeps its
   // kernel and bytes for the exact mode's; whole tiles (kWholeCqLutTiles): 32 rows yes, 17 no.
