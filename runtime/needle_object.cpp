@@ -236,11 +236,13 @@ NEEDLE_KERNEL(cqlut_matmul_simd128)
 #endif
 #if NEEDLE_RT_X86_KERNELS
 NEEDLE_KERNEL(attention_avx2)
+NEEDLE_KERNEL(attention_avx512)
 NEEDLE_KERNEL(hadamard_avx2)
 NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)
 NEEDLE_KERNEL(cqlut_exact_matmul_avx2)
 NEEDLE_KERNEL(cqlut_exact_matmul_avx512)
+NEEDLE_KERNEL(cqlut_exact_dword_matmul_avx512)
 NEEDLE_KERNEL(cqx8_matmul_avx512)
 NEEDLE_KERNEL(cqlut_matmul_avx512vnni)
 NEEDLE_KERNEL(kron_mlp_flat_avx2)

@@ -1352,13 +1352,16 @@ NEEDLE_RT_AVX512 inline void cq2_exact_tile_avx512(const uint8_t *tile, const ui
   _mm512_storeu_ps(out, rows);
 }
 
-/// cqlut_exact_matmul_avx512 for one CQ2 token: block by block, the tables of the block's groups
-/// (16 KB), then every tile's sums over them.
-NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                     const float *codebook, int64_t rows, int64_t groups,
-                                                     const float *x_rot, float *y) {
+/// One CQ2 token's y on pair tables: block by block, the tables of the block's groups (16 KB),
+/// then every tile's sums over them by tile(tile, norms, count, tables, ends, out): `count` tile
+/// groups from `tile` on, `ends` when the last of them is the matrix's last.
+template <typename Tile>
+NEEDLE_RT_AVX512 inline void cq2_pair_table_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int64_t rows, int64_t groups, const float *x_rot, float *y,
+                                                   Tile tile) {
   alignas(64) Cq2PairTables tables[CqLut16::block];
   const CqLutCodebook c = cqlut_codebook_avx2<2>(codebook);
+  const int64_t end = CqLut16::tiles(rows) * groups; // in tile groups
   cqlut_each_tile<1>(
       rows, groups, y, 0,
       [&](int64_t g0, int64_t count) {
@@ -1366,9 +1369,67 @@ NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, cons
           cq2_pair_tables_avx2(c, x_rot + (g0 + i) * cq_group, tables[i]);
       },
       [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
-        cq2_exact_tile_avx512(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables,
-                              out[0]);
+        tile(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables, at + count == end,
+             out[0]);
       });
+}
+
+/// cqlut_exact_matmul_avx512 for one CQ2 token (CqLut16).
+NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int64_t rows, int64_t groups,
+                                                     const float *x_rot, float *y) {
+  cq2_pair_table_matvec(packed, norms, codebook, rows, groups, x_rot, y,
+                        [](const uint8_t *tile, const uint16_t *tile_norms, int64_t count, const Cq2PairTables *tables,
+                           bool, float *out) { cq2_exact_tile_avx512(tile, tile_norms, count, tables, out); });
+}
+
+/// One CqLutDword tile group's 16 CQ2 row sums (before their norms) on its pair tables t. Per
+/// 64-byte chunk, each of a row's 4 bytes is brought to its lane's low byte by a load b bytes on,
+/// as vpermps reads a lane's low 4 bits: the low nibbles' lookups need nothing more, the high
+/// ones' a shift. So 8 lookups take 4 loads and 4 shifts, where CqLut16's take 4 widenings (port
+/// 5, as vpermps) and 4 shifts: 1.2x (docs/performance.md). kInside: the 3 bytes after the group
+/// may be read; else (a matrix's last group) each byte is shifted down in the register instead.
+/// 4 chains.
+template <bool kInside> NEEDLE_RT_AVX512 inline __m512 cq2_dword_group_avx512(const uint8_t *group, const float *t) {
+  __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int q = 0; q < 8; ++q) {
+    const uint8_t *chunk = group + 64 * q;
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; ++b) { // byte b of a lane: units 8q + b (low nibble) and 8q + 4 + b (high)
+      const __m512i codes =
+          kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
+      __m512 &low = s[2 * (b % 2)], &high = s[2 * (b % 2) + 1];
+      low = _mm512_add_ps(low, _mm512_maskz_permutexvar_ps(kAll16, codes, _mm512_load_ps(t + 16 * (8 * q + b))));
+      high = _mm512_add_ps(high, _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4),
+                                                             _mm512_load_ps(t + 16 * (8 * q + 4 + b))));
+    }
+  }
+  return _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
+}
+
+/// One token's sums of one CqLutDword tile (16 CQ2 rows) over a block of `count` groups
+/// (cq2_pair_table_matvec's tile).
+NEEDLE_RT_AVX512 inline void cq2_exact_dword_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                                         const Cq2PairTables *tables, bool ends_matrix, float *out) {
+  __m512 rows = _mm512_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(2)) {
+    const __m512 sums = ends_matrix && g == count - 1 ? cq2_dword_group_avx512<false>(tile, tables[g])
+                                                      : cq2_dword_group_avx512<true>(tile, tables[g]);
+    const __m512 n =
+        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+    rows = _mm512_fmadd_ps(sums, n, rows);
+  }
+  _mm512_storeu_ps(out, rows);
+}
+
+/// The exact mode's CQ2 needle.cq_matmul with AVX-512F on CqLutDword, token by token (the object
+/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature; `bits` is 2).
+NEEDLE_RT_AVX512 inline void cqlut_exact_dword_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                             const float *codebook, int, int64_t rows, int64_t cols,
+                                                             const float *x_rot, float *y, int64_t stride, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    cq2_pair_table_matvec(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride,
+                          cq2_exact_dword_tile_avx512);
 }
 
 /// kTokens tokens' sums of one CqLut16 tile (16 CQ4 rows) over a block of `count` groups, in
@@ -2246,26 +2307,64 @@ NEEDLE_RT_AVX2 inline void attention_value_block_avx2(const float *scores, int64
       _mm256_storeu_ps(out + h * dv + 8 * j, _mm256_mul_ps(acc[h][j], _mm256_set1_ps(inv_sum[h])));
 }
 
+/// The AVX2 blocks of attention_x86: the scores of kHeads query heads for `slots` consecutive
+/// slots, and their weighted values for all dv (a multiple of 8).
+struct AttentionAvx2 {
+  static constexpr int64_t width = 8;
+  template <int kHeads>
+  NEEDLE_RT_AVX2 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
+                                    float *scores, int64_t stride) {
+    attention_scores_avx2<kHeads>(q, dqk, k, capacity, slots, scores, stride);
+  }
+  template <int kHeads>
+  NEEDLE_RT_AVX2 static void values(const float *scores, int64_t count, const float *v, int64_t v_width,
+                                    int64_t first_slot, int64_t capacity, const float *inv_sum, int64_t dv,
+                                    float *out) {
+    int64_t e = 0;
+    for (; e + 32 <= dv; e += 32)
+      attention_value_block_avx2<kHeads, 4>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
+    for (; e < dv; e += 8)
+      attention_value_block_avx2<kHeads, 1>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
+  }
+};
+
 /// attention_read for kHeads query heads of one kv head (q and out at the first head's; k and
-/// v at the kv head's keys and values). dv is a multiple of 8.
-template <int kHeads>
-NEEDLE_RT_AVX2 inline void attention_heads_avx2(const float *q, int64_t dqk, int64_t dv, int64_t v_width,
-                                                int64_t capacity, AttentionSpan span, const float *k, const float *v,
-                                                float *scores, float *out) {
+/// v at the kv head's keys and values) on Blocks (AttentionAvx2, AttentionAvx512); dv is a
+/// multiple of Blocks::width.
+template <typename Blocks, int kHeads>
+NEEDLE_RT_AVX2 inline void attention_heads_x86(const float *q, int64_t dqk, int64_t dv, int64_t v_width,
+                                               int64_t capacity, AttentionSpan span, const float *k, const float *v,
+                                               float *scores, float *out) {
   const int64_t count = span.count, head = span.before_end(capacity);
-  attention_scores_avx2<kHeads>(q, dqk, k + span.first_slot, capacity, head, scores, count);
-  attention_scores_avx2<kHeads>(q, dqk, k, capacity, count - head, scores + head, count);
+  Blocks::template scores<kHeads>(q, dqk, k + span.first_slot, capacity, head, scores, count);
+  Blocks::template scores<kHeads>(q, dqk, k, capacity, count - head, scores + head, count);
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
   float inv_sum[kHeads];
   for (int h = 0; h < kHeads; ++h)
     inv_sum[h] = attention_softmax_avx2(scores + h * count, count, inv_sqrt);
-  int64_t e = 0;
-  for (; e + 32 <= dv; e += 32)
-    attention_value_block_avx2<kHeads, 4>(scores, count, v + e, v_width, span.first_slot, capacity, inv_sum, dv,
-                                          out + e);
-  for (; e < dv; e += 8)
-    attention_value_block_avx2<kHeads, 1>(scores, count, v + e, v_width, span.first_slot, capacity, inv_sum, dv,
-                                          out + e);
+  Blocks::template values<kHeads>(scores, count, v, v_width, span.first_slot, capacity, inv_sum, dv, out);
+}
+
+/// attention on Blocks where dv is a multiple of Blocks::width (else attention_read), query
+/// heads in pairs. Scratch: attention_scratch_floats(capacity).
+template <typename Blocks>
+NEEDLE_RT_AVX2 inline void attention_x86(const float *q, const float *k, const float *v, int64_t heads,
+                                         int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window, int64_t capacity,
+                                         int64_t t, float *k_cache, float *v_cache, float *scores, float *out) {
+  const int64_t v_width = kv_heads * dv, group = heads / kv_heads;
+  const AttentionSpan span = attention_store(k, v, kv_heads * dqk, v_width, window, capacity, t, k_cache, v_cache);
+  if (dv % Blocks::width != 0)
+    return attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
+  for (int64_t h = 0; h < heads;) {
+    const int64_t kv = h / group;
+    const float *keys = k_cache + kv * dqk * capacity, *values = v_cache + kv * dv;
+    const bool pair = h + 1 < (kv + 1) * group; // h + 1 reads the same kv head
+    if (pair)
+      attention_heads_x86<Blocks, 2>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
+    else
+      attention_heads_x86<Blocks, 1>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
+    h += pair ? 2 : 1;
+  }
 }
 
 /// attention with AVX2 and FMA where dv is a multiple of 8 (else attention_read). Scratch:
@@ -2273,27 +2372,112 @@ NEEDLE_RT_AVX2 inline void attention_heads_avx2(const float *q, int64_t dqk, int
 NEEDLE_RT_AVX2 inline void attention_avx2(const float *q, const float *k, const float *v, int64_t heads,
                                           int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window, int64_t capacity,
                                           int64_t t, float *k_cache, float *v_cache, float *scores, float *out) {
-  const int64_t v_width = kv_heads * dv, group = heads / kv_heads;
-  const AttentionSpan span = attention_store(k, v, kv_heads * dqk, v_width, window, capacity, t, k_cache, v_cache);
-  if (dv % 8 != 0)
-    return attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
-  for (int64_t h = 0; h < heads;) {
-    const int64_t kv = h / group;
-    const float *keys = k_cache + kv * dqk * capacity, *values = v_cache + kv * dv;
-    const bool pair = h + 1 < (kv + 1) * group; // h + 1 reads the same kv head
-    if (pair)
-      attention_heads_avx2<2>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
-    else
-      attention_heads_avx2<1>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
-    h += pair ? 2 : 1;
+  attention_x86<AttentionAvx2>(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
+}
+
+// attention_x86's blocks with AVX-512F: AttentionAvx2's, 16 lanes a vector (twice the sums an FMA
+// does, in the 32 registers twice the vectors), in the same order, so the outputs are the AVX2
+// kernel's bit for bit. A masked load and store serve a block's tail.
+
+/// acc[h][j] += b[h·b_stride] · vectors[j] (avx2_outer_fma's, 16 lanes).
+template <int kHeads, int kVectors>
+NEEDLE_RT_AVX512 inline void avx512_outer_fma(__m512 (&acc)[kHeads][kVectors], const __m512 (&vectors)[kVectors],
+                                              const float *b, int64_t b_stride) {
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h) {
+    const __m512 scalar = _mm512_set1_ps(b[h * b_stride]);
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      acc[h][j] = _mm512_fmadd_ps(scalar, vectors[j], acc[h][j]);
   }
+}
+
+/// attention_score_block_avx2's, for 16·kVectors slots, of them the ones `live` selects.
+template <int kHeads, int kVectors>
+NEEDLE_RT_AVX512 inline void attention_score_block_avx512(const float *q, int64_t dqk, const float *k, int64_t capacity,
+                                                          float *scores, int64_t stride, __mmask16 live = kAll16) {
+  __m512 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
+  for (int64_t d = 0; d < dqk; ++d) {
+    __m512 keys[kVectors];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      keys[j] = _mm512_maskz_loadu_ps(live, k + d * capacity + 16 * j);
+    avx512_outer_fma(acc, keys, q + d, dqk);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h)
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      _mm512_mask_storeu_ps(scores + h * stride + 16 * j, live, acc[h][j]);
+}
+
+/// attention_value_block_avx2's, for 16·kVectors values.
+template <int kHeads, int kVectors>
+NEEDLE_RT_AVX512 inline void attention_value_block_avx512(const float *scores, int64_t count, const float *v,
+                                                          int64_t v_width, int64_t first_slot, int64_t capacity,
+                                                          const float *inv_sum, int64_t dv, float *out) {
+  __m512 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
+  for (int64_t i = 0, slot = first_slot; i < count; ++i, slot = slot + 1 == capacity ? 0 : slot + 1) {
+    __m512 values[kVectors];
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      values[j] = _mm512_loadu_ps(v + slot * v_width + 16 * j);
+    avx512_outer_fma(acc, values, scores + i, count);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h)
+#pragma GCC unroll 8
+    for (int j = 0; j < kVectors; ++j)
+      _mm512_storeu_ps(out + h * dv + 16 * j, _mm512_mul_ps(acc[h][j], _mm512_set1_ps(inv_sum[h])));
+}
+
+/// The AVX-512 blocks of attention_x86 (AttentionAvx2's, dv a multiple of 16).
+struct AttentionAvx512 {
+  static constexpr int64_t width = 16;
+  template <int kHeads>
+  NEEDLE_RT_AVX512 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
+                                      float *scores, int64_t stride) {
+    int64_t i = 0;
+    for (; i + 64 <= slots; i += 64)
+      attention_score_block_avx512<kHeads, 4>(q, dqk, k + i, capacity, scores + i, stride);
+    for (; i + 16 <= slots; i += 16)
+      attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
+    if (i < slots)
+      attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride,
+                                              static_cast<__mmask16>((1u << (slots - i)) - 1));
+  }
+  template <int kHeads>
+  NEEDLE_RT_AVX512 static void values(const float *scores, int64_t count, const float *v, int64_t v_width,
+                                      int64_t first_slot, int64_t capacity, const float *inv_sum, int64_t dv,
+                                      float *out) {
+    int64_t e = 0;
+    for (; e + 64 <= dv; e += 64)
+      attention_value_block_avx512<kHeads, 4>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv,
+                                              out + e);
+    for (; e < dv; e += 16)
+      attention_value_block_avx512<kHeads, 1>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv,
+                                              out + e);
+  }
+};
+
+/// attention with AVX-512F where dv is a multiple of 16, else attention_avx2. Scratch:
+/// attention_scratch_floats(capacity).
+NEEDLE_RT_AVX512 inline void attention_avx512(const float *q, const float *k, const float *v, int64_t heads,
+                                              int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window,
+                                              int64_t capacity, int64_t t, float *k_cache, float *v_cache,
+                                              float *scores, float *out) {
+  if (dv % AttentionAvx512::width != 0)
+    return attention_avx2(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
+  attention_x86<AttentionAvx512>(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
 }
 #endif
 
 inline void attention(const float *q, const float *k, const float *v, int64_t heads, int64_t kv_heads, int64_t dqk,
                       int64_t dv, int64_t window, int64_t capacity, int64_t t, float *k_cache, float *v_cache,
                       float *scores, float *out) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  attention_avx512(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
+#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   attention_avx2(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
 #else
   const AttentionSpan span =

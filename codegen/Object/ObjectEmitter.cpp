@@ -280,8 +280,8 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
-/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_matmul_avx512, cqx8_matmul_avx512) can run on the
-/// target's CPU (AVX-512F besides the AVX2 kernels' features).
+/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_dword_matmul_avx512, cqlut_exact_matmul_avx512,
+/// cqx8_matmul_avx512, attention_avx512) can run on the target's CPU (AVX-512F besides the AVX2 kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
@@ -315,6 +315,15 @@ void useAvx2Kernels(KernelProgram &program) {
   });
 }
 
+/// Points the AVX2 attention calls whose dv fills whole 16-float vectors at needle_rt::attention_avx512 (the same
+/// arguments, and the same floats: docs/performance.md).
+void useAvx512Kernels(KernelProgram &program) {
+  forEachCall(program, [](KernelCall &call) {
+    if (call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) // (q, k, v, heads, kv, dqk, dv
+      call.kernel = "attention_avx512";
+  });
+}
+
 } // namespace
 
 std::string emitObject(KernelProgram program, const TargetSpec &target, const ObjectOptions &options,
@@ -337,7 +346,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
                     vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
   }
   if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
-    useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");
+    // CQ2 on CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits.
+    useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
     // CQ4 in whole tiles only: padded to a tile, the lanes' 4-row mixing projections would quadruple.
     useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
     useCqX8Layout(program, "cqx8_matmul_avx512");
@@ -347,6 +357,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   }
   if (avx2)
     useAvx2Kernels(program);
+  if (avx2 && hasAvx512Kernels(target, *machine))
+    useAvx512Kernels(program);
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

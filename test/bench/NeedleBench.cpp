@@ -112,10 +112,11 @@ void BM_ReferenceDecode(benchmark::State &state) {
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
 /// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
 /// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
-/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (cqlut_exact_matmul_avx512
-/// on CqLut16, CQ2 and CQ4); 4, the fast mode's kernel the object backend calls on a CPU with
-/// AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword). Reports weights/s (one pass over the matrix serves
-/// the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per pass).
+/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2:
+/// cqlut_exact_dword_matmul_avx512 on CqLutDword; CQ4: cqlut_exact_matmul_avx512 on CqLut16); 4, the fast mode's kernel
+/// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword). Reports
+/// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
+/// pass).
 void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
@@ -130,6 +131,7 @@ void BM_RuntimeCq(benchmark::State &state) {
                        __builtin_cpu_supports("avx512vnni")))
     return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
+                      : choice == 3 && bits == 2 ? needle_rt::cqlut_exact_dword_matmul_avx512
                       : choice == 3              ? needle_rt::cqlut_exact_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
                       : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
@@ -146,10 +148,11 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
   const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
-  const std::vector<uint8_t> packed = choice == 4 ? tileCqLutDword(m.indices.data(), rows, groups, bits)
-                                      : lut       ? tileCqLut16(m.indices.data(), rows, groups, bits)
-                                      : x8        ? interleaveCqX8(m.indices.data(), rows, groups)
-                                                  : m.indices;
+  const bool dword = choice == 4 || (choice == 3 && bits == 2);
+  const std::vector<uint8_t> packed = dword ? tileCqLutDword(m.indices.data(), rows, groups, bits)
+                                      : lut ? tileCqLut16(m.indices.data(), rows, groups, bits)
+                                      : x8  ? interleaveCqX8(m.indices.data(), rows, groups)
+                                            : m.indices;
   const std::vector<uint8_t> norms = lut  ? blockCqLut16Norms(fileNorms, rows, groups)
                                      : x8 ? blockCqX8Norms(fileNorms, rows, groups)
                                           : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
@@ -268,6 +271,7 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({4096, 14336, 2, 1, 4})
     ->Args({4096, 14336, 2, 512, 1}) // ... and its prefill case (the portable kernel takes 30 s)
     ->Args({4096, 14336, 2, 512, 2})
+    ->Args({4096, 14336, 2, 512, 3})
     ->Args({4096, 14336, 2, 512, 4})
     ->Args({576, 768, 2, 1, 0}) // needle3: q
     ->Args({576, 768, 2, 1, 1})
@@ -282,6 +286,7 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
     ->Args({768, 768, 2, 16, 1})
     ->Args({768, 768, 2, 16, 2})
+    ->Args({768, 768, 2, 16, 3})
     ->Args({768, 768, 2, 16, 4})
     ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
     ->Args({8192, 768, 4, 1, 1})
