@@ -415,7 +415,8 @@ struct CqLut16 {
   static int shift(int64_t u) { return u % 4 < 2 ? 0 : 4; }
 };
 
-/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni).
+/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
+/// the object's exact CQ2 layout for AVX-512F (cqlut_exact_dword_matmul_avx512).
 /// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
 /// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
 /// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
@@ -1304,7 +1305,8 @@ NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const 
 // The exact mode's CQ2 with AVX-512 (F): a pair's 16 float entries fill one register, and one
 // vpermps looks them up for 16 rows. Their own target attribute, as the AVX2 kernels': the object
 // backend calls them only for a CPU with AVX-512F (and AVX2, FMA and F16C); C++ built for one
-// reaches them through the #if in cqlut_exact_matmul. The zero-masking intrinsics with a full mask
+// reaches the CqLut16 ones through the #if in cqlut_exact_matmul (the CqLutDword one is the
+// object's alone: the C++ backend lays CQ2 as CqLut16). The zero-masking intrinsics with a full mask
 // (the same instructions) stand in for the plain ones, whose GCC 12 definitions start from an
 // "undefined" register that -Wmaybe-uninitialized reports in every caller (GCC bug 105593).
 #define NEEDLE_RT_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
@@ -1312,7 +1314,7 @@ constexpr __mmask16 kAll16 = 0xFFFF;
 constexpr __mmask32 kAll32 = 0xFFFFFFFFu;
 constexpr __mmask64 kAll64 = ~0ull;
 
-/// A CQ2 group's pair tables as cq2_exact_tile_avx512 reads them: unit u's 16 float entries
+/// A CQ2 group's pair tables as cq2_exact_tile_avx512 and cq2_dword_group_avx512 read them: unit u's 16 float entries
 /// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cqlut_entries_avx2). 4 KB per group.
 using Cq2PairTables = float[64 * 16];
 
@@ -1387,9 +1389,9 @@ NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, cons
 /// 64-byte chunk, each of a row's 4 bytes is brought to its lane's low byte by a load b bytes on,
 /// as vpermps reads a lane's low 4 bits: the low nibbles' lookups need nothing more, the high
 /// ones' a shift. So 8 lookups take 4 loads and 4 shifts, where CqLut16's take 4 widenings (port
-/// 5, as vpermps) and 4 shifts: 1.2x (docs/performance.md). kInside: the 3 bytes after the group
-/// may be read; else (a matrix's last group) each byte is shifted down in the register instead.
-/// 4 chains.
+/// 5, as vpermps) and 4 shifts: 1.07–1.23x built by Clang, as the object is (docs/performance.md). kInside: the 3 bytes
+/// after the group may be read; else (a matrix's last group) each byte is shifted down in the register instead. 4
+/// chains.
 template <bool kInside> NEEDLE_RT_AVX512 inline __m512 cq2_dword_group_avx512(const uint8_t *group, const float *t) {
   __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int q = 0; q < 8; ++q) {
@@ -1429,7 +1431,10 @@ NEEDLE_RT_AVX512 inline void cqlut_exact_dword_matmul_avx512(const uint8_t *pack
                                                              const float *x_rot, float *y, int64_t stride, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
     cq2_pair_table_matvec(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride,
-                          cq2_exact_dword_tile_avx512);
+                          [](const uint8_t *tile, const uint16_t *tile_norms, int64_t count,
+                             const Cq2PairTables *tables, bool ends_matrix, float *out) {
+                            cq2_exact_dword_tile_avx512(tile, tile_norms, count, tables, ends_matrix, out);
+                          });
 }
 
 /// kTokens tokens' sums of one CqLut16 tile (16 CQ4 rows) over a block of `count` groups, in
@@ -2392,7 +2397,8 @@ NEEDLE_RT_AVX512 inline void avx512_outer_fma(__m512 (&acc)[kHeads][kVectors], c
   }
 }
 
-/// attention_score_block_avx2's, for 16·kVectors slots, of them the ones `live` selects.
+/// attention_score_block_avx2's, for 16·kVectors slots, of them the ones `live` selects (a block's
+/// tail: one vector, kVectors 1).
 template <int kHeads, int kVectors>
 NEEDLE_RT_AVX512 inline void attention_score_block_avx512(const float *q, int64_t dqk, const float *k, int64_t capacity,
                                                           float *scores, int64_t stride, __mmask16 live = kAll16) {

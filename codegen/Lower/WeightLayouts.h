@@ -43,9 +43,9 @@ std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t 
 std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The CqLutDword layout of a CQ2 or CQ4 matrix (needle_rt::CqLutDword, docs/targets.md), the
-/// fast mode's with AVX-512 VBMI and VNNI: CqLut16's units, tiles and blocks (and its norms,
-/// blockCqLut16Norms), a tile's group cut into 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk
-/// m holding row r's codes of units 8m + b (low nibble of byte 4r + b) and 8m + 4 + b (high).
+/// fast mode's with AVX-512 VBMI and VNNI and the object's exact CQ2 with AVX-512F: CqLut16's units, tiles and blocks
+/// (and its norms, blockCqLut16Norms), a tile's group cut into 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m
+/// holding row r's codes of units 8m + b (low nibble of byte 4r + b) and 8m + 4 + b (high).
 std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The norms [rows][groups] (fp16) of a matrix in the CqLut16 layout's order: 16 per tile's
@@ -101,7 +101,8 @@ void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, cons
 
 /// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` at the
 /// CqLutDword layout and at `matmul`, its kernel (needle_rt::cqlut_matmul_avx512vnni's
-/// signature); a one-token call becomes a batch of one.
+/// signature: the fast mode's with VNNI, or the object's exact CQ2 with AVX-512F,
+/// cqlut_exact_dword_matmul_avx512); a one-token call becomes a batch of one.
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                          CqRows rows = {});
 

@@ -316,7 +316,7 @@ void useAvx2Kernels(KernelProgram &program) {
 }
 
 /// Points the AVX2 attention calls whose dv fills whole 16-float vectors at needle_rt::attention_avx512 (the same
-/// arguments, and the same floats: docs/performance.md).
+/// arguments, and the same floats: RuntimeTest's AttentionAvx512EqualsAvx2).
 void useAvx512Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
     if (call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) // (q, k, v, heads, kv, dqk, dv
