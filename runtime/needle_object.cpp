@@ -246,6 +246,7 @@ NEEDLE_KERNEL(cqlut_exact_dword_matmul_avx512)
 NEEDLE_KERNEL(cqx8_matmul_avx512)
 NEEDLE_KERNEL(cqlut_matmul_avx512vnni)
 NEEDLE_KERNEL(kron_mlp_flat_avx2)
+NEEDLE_KERNEL(kron_mlp_flat_avx512)
 NEEDLE_KERNEL(mhc_gates_avx2)
 NEEDLE_KERNEL(sigmoid_gate_avx2)
 #endif

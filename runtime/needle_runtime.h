@@ -1788,9 +1788,12 @@ inline void zc_norm(const float *x, const float *scale, int64_t n_total, int64_t
 /// exactly as reference::rope (model.md's choice), once per f and shared by all heads.
 inline void rope(float *x, int64_t heads, int64_t d, int64_t t, double theta) {
   const int64_t half = d / 2;
-  for (int64_t f = 0; f < half; ++f) {
-    const double angle =
-        static_cast<double>(t) * std::pow(theta, -2.0 * static_cast<double>(f) / static_cast<double>(d));
+  // theta^(-2f/d) by products of theta^(-2/d), in double: off from pow's by f ulps, and one pow per
+  // call instead of half of d (1% of a decode step).
+  const double ratio = std::pow(theta, -2.0 / static_cast<double>(d));
+  double frequency = 1.0;
+  for (int64_t f = 0; f < half; ++f, frequency *= ratio) {
+    const double angle = static_cast<double>(t) * frequency;
     const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
     for (int64_t h = 0; h < heads; ++h) {
       float *head = x + h * d;
@@ -2591,11 +2594,15 @@ inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, flo
   zc_norm(x1, w.norm, D, 1, eps, a);
   for (int64_t i = D; i < n; ++i)
     a[i] = 0.0f;
-  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]).
-  float mix[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]), in 4 partial sums
+  // (i % 4): one chain of D dependent adds per j took 4 cycles an add, 1 µs at D = 768.
+  float part[4][8] = {};
   for (int64_t i = 0; i < D; ++i)
     for (int j = 0; j < 8; ++j)
-      mix[j] += w.cond_v[i * 8 + j] * a[i];
+      part[i % 4][j] += w.cond_v[i * 8 + j] * a[i];
+  float mix[8];
+  for (int j = 0; j < 8; ++j)
+    mix[j] = (part[0][j] + part[1][j]) + (part[2][j] + part[3][j]);
   float top = mix[0], sum = 0.0f;
   for (int j = 1; j < 8; ++j)
     top = mix[j] > top ? mix[j] : top;
@@ -2709,6 +2716,64 @@ NEEDLE_RT_AVX2 inline void silu_in_place_avx2(float *x, int64_t n) {
 /// kron_mlp with kronecker_avx2 and silu_in_place_avx2.
 NEEDLE_RT_AVX2 inline void kron_mlp_avx2(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
   kron_mlp_with(w, x1, eps, scratch, out, kronecker_avx2, silu_in_place_avx2);
+}
+
+/// avx2_combine_rows with AVX-512F: 16·kVectors columns of kRows rows' sums at a time in
+/// registers, each row of m loaded once for all the rows, the terms added in k's order (so the
+/// same floats as avx2_combine_rows). width is a multiple of 16·kVectors.
+template <int kRows, int kVectors>
+NEEDLE_RT_AVX512 inline void avx512_combine_rows(const float *coef, int64_t row_step, int64_t k_step, const float *m,
+                                                 int64_t count, int64_t width, float *out) {
+  for (int64_t c = 0; c < width; c += 16 * kVectors) {
+    __m512 acc[kRows][kVectors] = {}; // in registers: every loop over it is unrolled
+    for (int64_t k = 0; k < count; ++k) {
+      __m512 row[kVectors];
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        row[j] = _mm512_loadu_ps(m + k * width + c + 16 * j);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRows; ++i) {
+        const __m512 f = _mm512_set1_ps(coef[i * row_step + k * k_step]);
+#pragma GCC unroll 2
+        for (int j = 0; j < kVectors; ++j)
+          acc[i][j] = _mm512_fmadd_ps(f, row[j], acc[i][j]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i)
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        _mm512_storeu_ps(out + i * width + c + 16 * j, acc[i][j]);
+  }
+}
+
+/// avx512_combine_rows for `rows` rows, 8 at a time (16 chains of FMAs where width is a multiple
+/// of 32, as needle3's), then one at a time.
+template <int kVectors>
+NEEDLE_RT_AVX512 inline void avx512_combine_all_rows(const float *coef, int64_t row_step, int64_t k_step,
+                                                     const float *m, int64_t count, int64_t rows, int64_t width,
+                                                     float *out) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8)
+    avx512_combine_rows<8, kVectors>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
+  for (; r < rows; ++r)
+    avx512_combine_rows<1, kVectors>(coef + r * row_step, row_step, k_step, m, count, width, out + r * width);
+}
+
+/// kronecker_avx2's products with AVX-512F for bb a multiple of 16 (else kronecker_avx2): the same
+/// floats, 16 lanes at a time.
+NEEDLE_RT_AVX512 inline void kronecker_avx512(const float *z, const float *wa, const float *wb, int64_t ba, int64_t bb,
+                                              float *tmp, float *out) {
+  if (bb % 16 != 0)
+    return kronecker_avx2(z, wa, wb, ba, bb, tmp, out);
+  const auto combine = bb % 32 == 0 ? avx512_combine_all_rows<2> : avx512_combine_all_rows<1>;
+  combine(z, bb, 1, wb, bb, ba, bb, tmp);
+  combine(wa, 1, ba, tmp, ba, ba, bb, out);
+}
+
+/// kron_mlp with kronecker_avx512 and silu_in_place_avx2.
+NEEDLE_RT_AVX512 inline void kron_mlp_avx512(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
+  kron_mlp_with(w, x1, eps, scratch, out, kronecker_avx512, silu_in_place_avx2);
 }
 #endif
 
@@ -2836,32 +2901,35 @@ inline void rope_into(const float *in, float *out, int64_t heads, int64_t d, int
   rope(out, heads, d, t, theta);
 }
 
-/// kron_mlp with its weights as arguments, in KronMlp's field order.
-inline void kron_mlp_flat(int64_t d_model, int64_t n, int64_t ba, int64_t bb, const float *norm, const float *w1a,
-                          const float *w2a, const float *w3a, const float *w1b, const float *w2b, const float *w3b,
-                          const float *d1, const float *d2, const float *b2, const float *d3, const float *d4,
-                          const float *cond_v, const float *cond_u, const int32_t *p1, const int32_t *p2,
-                          const float *x1, float eps, float *scratch, float *out) {
-  const KronMlp w = {d_model, n,  ba, bb, norm, w1a, w2a,    w3a,    w1b, w2b,
-                     w3b,     d1, d2, b2, d3,   d4,  cond_v, cond_u, p1,  p2};
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/// kron_mlp on the kernels the compiler targets: AVX-512 or AVX2 behind #ifs, else portable.
+inline void kron_mlp_native(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
+#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  kron_mlp_avx512(w, x1, eps, scratch, out);
+#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   kron_mlp_avx2(w, x1, eps, scratch, out);
 #else
   kron_mlp(w, x1, eps, scratch, out);
 #endif
 }
 
-#if NEEDLE_RT_X86_KERNELS
-/// kron_mlp_flat on kron_mlp_avx2: the object's call on x86-64 with AVX2, FMA and F16C.
-NEEDLE_RT_AVX2 inline void kron_mlp_flat_avx2(int64_t d_model, int64_t n, int64_t ba, int64_t bb, const float *norm,
-                                              const float *w1a, const float *w2a, const float *w3a, const float *w1b,
-                                              const float *w2b, const float *w3b, const float *d1, const float *d2,
-                                              const float *b2, const float *d3, const float *d4, const float *cond_v,
-                                              const float *cond_u, const int32_t *p1, const int32_t *p2,
-                                              const float *x1, float eps, float *scratch, float *out) {
-  kron_mlp_avx2({d_model, n, ba, bb, norm, w1a, w2a, w3a, w1b, w2b, w3b, d1, d2, b2, d3, d4, cond_v, cond_u, p1, p2},
-                x1, eps, scratch, out);
+/// kMlp (kron_mlp_native, kron_mlp_avx2, kron_mlp_avx512) with its weights as arguments, in
+/// KronMlp's field order.
+template <void (*kMlp)(const KronMlp &, const float *, float, float *, float *)>
+inline void kron_mlp_flat_on(int64_t d_model, int64_t n, int64_t ba, int64_t bb, const float *norm, const float *w1a,
+                             const float *w2a, const float *w3a, const float *w1b, const float *w2b, const float *w3b,
+                             const float *d1, const float *d2, const float *b2, const float *d3, const float *d4,
+                             const float *cond_v, const float *cond_u, const int32_t *p1, const int32_t *p2,
+                             const float *x1, float eps, float *scratch, float *out) {
+  kMlp({d_model, n, ba, bb, norm, w1a, w2a, w3a, w1b, w2b, w3b, d1, d2, b2, d3, d4, cond_v, cond_u, p1, p2}, x1, eps,
+       scratch, out);
 }
+
+/// The C++ printer's call.
+inline constexpr auto &kron_mlp_flat = kron_mlp_flat_on<kron_mlp_native>;
+#if NEEDLE_RT_X86_KERNELS
+/// The object's calls on x86-64 with AVX2, FMA and F16C, and with AVX-512F as well.
+inline constexpr auto &kron_mlp_flat_avx2 = kron_mlp_flat_on<kron_mlp_avx2>;
+inline constexpr auto &kron_mlp_flat_avx512 = kron_mlp_flat_on<kron_mlp_avx512>;
 #endif
 
 // ---------------------------------------------------------------------------------------------

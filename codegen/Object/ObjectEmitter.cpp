@@ -281,7 +281,8 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
 }
 
 /// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_dword_matmul_avx512, cqlut_exact_matmul_avx512,
-/// cqx8_matmul_avx512, attention_avx512) can run on the target's CPU (AVX-512F besides the AVX2 kernels' features).
+/// cqx8_matmul_avx512, attention_avx512, kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F besides the AVX2
+/// kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
@@ -315,12 +316,14 @@ void useAvx2Kernels(KernelProgram &program) {
   });
 }
 
-/// Points the AVX2 attention calls whose dv fills whole 16-float vectors at needle_rt::attention_avx512 (the same
-/// arguments, and the same floats: RuntimeTest's AttentionAvx512EqualsAvx2).
+/// Points the AVX2 attention calls whose dv fills whole 16-float vectors, and the Kronecker MLPs, at the runtime's
+/// AVX-512 kernels (needle_rt::attention_avx512, kron_mlp_flat_avx512: the same arguments, and the same floats:
+/// RuntimeTest's AttentionAvx512EqualsAvx2, KronMlpAvx512EqualsAvx2).
 void useAvx512Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
-    if (call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) // (q, k, v, heads, kv, dqk, dv
-      call.kernel = "attention_avx512";
+    if ((call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) || // (q, k, v, heads, kv, dqk, dv
+        call.kernel == "kron_mlp_flat_avx2")
+      call.kernel.back() = '5', call.kernel += "12"; // _avx2 -> _avx512
   });
 }
 

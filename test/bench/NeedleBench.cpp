@@ -180,21 +180,35 @@ const char *avx2Unavailable() {
 #endif
 }
 
-// needle_rt::NAME_avx2 where `choice` is 1 (x86-64 only: check avx2Unavailable first), else
-// needle_rt::NAME.
+/// Why kernel `choice` of NEEDLE_BENCH_KERNEL cannot run here, or nullptr if it can.
+const char *kernelUnavailable(int64_t choice) {
+  if (choice == 0)
+    return nullptr;
+  if (const char *why = avx2Unavailable())
+    return why;
 #if NEEDLE_RT_X86_KERNELS
-#define NEEDLE_BENCH_KERNEL(NAME, choice) ((choice) == 1 ? needle_rt::NAME##_avx2 : needle_rt::NAME)
+  return choice == 2 && !__builtin_cpu_supports("avx512f") ? "this CPU lacks AVX-512F" : nullptr;
+#else
+  return nullptr;
+#endif
+}
+
+// needle_rt::NAME_avx2 where `choice` is 1, NAME_avx512 where it is 2 (x86-64 only: check
+// kernelUnavailable first), else needle_rt::NAME.
+#if NEEDLE_RT_X86_KERNELS
+#define NEEDLE_BENCH_KERNEL(NAME, choice)                                                                              \
+  ((choice) == 2 ? needle_rt::NAME##_avx512 : (choice) == 1 ? needle_rt::NAME##_avx2 : needle_rt::NAME)
 #else
 #define NEEDLE_BENCH_KERNEL(NAME, choice) needle_rt::NAME
 #endif
 
 /// needle.attention of needle3's shape (12 query heads on 2 kv heads, dqk 48, dv 64) at position
 /// t = count - 1 of a global ring (capacity 8192), so each call reads `count` positions, by
-/// `kernel`: 0 the portable kernel, 1 the AVX2 one. Reports the positions read per second.
+/// `kernel`: 0 the portable kernel, 1 the AVX2 one, 2 the AVX-512 one. Reports the positions read per second.
 void BM_RuntimeAttention(benchmark::State &state) {
   const int64_t heads = 12, kvHeads = 2, dqk = 48, dv = 64, capacity = 8192, count = state.range(0);
-  if (state.range(1) == 1 && avx2Unavailable())
-    return state.SkipWithError(avx2Unavailable());
+  if (const char *why = kernelUnavailable(state.range(1)))
+    return state.SkipWithError(why);
   const auto kernel = NEEDLE_BENCH_KERNEL(attention, state.range(1));
   std::vector<float> kCache = randomNormals(4, "k", capacity * kvHeads * dqk, 1.0);
   std::vector<float> vCache = randomNormals(5, "v", capacity * kvHeads * dv, 1.0);
@@ -212,11 +226,11 @@ void BM_RuntimeAttention(benchmark::State &state) {
 }
 
 /// One Kronecker product of the MLP's shape in needle3 (32 x 32 factors), by `kernel`: 0 the
-/// portable kernel, 1 the AVX2 one. Reports its GFLOPS (two 32 x 32 x 32 products).
+/// portable kernel, 1 the AVX2 one, 2 the AVX-512 one. Reports its GFLOPS (two 32 x 32 x 32 products).
 void BM_RuntimeKronecker(benchmark::State &state) {
   const int64_t side = 32;
-  if (state.range(0) == 1 && avx2Unavailable())
-    return state.SkipWithError(avx2Unavailable());
+  if (const char *why = kernelUnavailable(state.range(0)))
+    return state.SkipWithError(why);
   const auto kernel = NEEDLE_BENCH_KERNEL(kronecker, state.range(0));
   const std::vector<float> z = randomNormals(9, "z", side * side, 1.0), wa = randomNormals(10, "wa", side * side, 0.2),
                            wb = randomNormals(11, "wb", side * side, 0.2);
@@ -302,10 +316,12 @@ BENCHMARK(BM_RuntimeAttention)
     ->ArgNames({"count", "kernel"})
     ->Args({160, 0}) // bench-backends.sh's decode: positions 128 to 191
     ->Args({160, 1})
+    ->Args({160, 2})
     ->Args({2000, 0}) // ... and its long context
     ->Args({2000, 1})
+    ->Args({2000, 2})
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RuntimeKronecker)->ArgName("kernel")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RuntimeKronecker)->ArgName("kernel")->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QuantizeCq2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileImportAndPipeline)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileSliceAndWrite)->Arg(8)->Unit(benchmark::kMillisecond);

@@ -943,39 +943,59 @@ std::vector<int32_t> shuffled(int64_t n, uint32_t seed) {
 
 using KronMlpKernel = void (*)(const needle_rt::KronMlp &, const float *, float, float *, float *);
 
-void checkKronMlp(int64_t D, int64_t ba, int64_t bb, KronMlpKernel kernel = needle_rt::kron_mlp) {
-  const int64_t n = ba * bb;
-  const std::string tag = "kron_mlp D=" + std::to_string(D) + " n=" + std::to_string(n);
+/// A Kronecker MLP of d_model D and factors ba x ba, bb x bb on random weights, and an input.
+struct KronMlpCase {
+  std::string tag;
   ref::MlpWeights mlp;
-  mlp.rows = ba, mlp.cols = bb;
-  mlp.norm = normals(tag + " norm", D, 0.2);
-  // Kronecker factors near orthogonal scale (1/sqrt(side)), so activations stay O(1).
-  mlp.w1a = normals(tag + " w1a", ba * ba, 1.0 / std::sqrt(ba));
-  mlp.w2a = normals(tag + " w2a", ba * ba, 1.0 / std::sqrt(ba));
-  mlp.w3a = normals(tag + " w3a", ba * ba, 1.0 / std::sqrt(ba));
-  mlp.w1b = normals(tag + " w1b", bb * bb, 1.0 / std::sqrt(bb));
-  mlp.w2b = normals(tag + " w2b", bb * bb, 1.0 / std::sqrt(bb));
-  mlp.w3b = normals(tag + " w3b", bb * bb, 1.0 / std::sqrt(bb));
-  mlp.d1 = normals(tag + " d1", n), mlp.d2 = normals(tag + " d2", n), mlp.b2 = normals(tag + " b2", n);
-  mlp.d3 = normals(tag + " d3", n), mlp.d4 = normals(tag + " d4", n);
-  mlp.condV = normals(tag + " cond_v", D * 8, 0.1), mlp.condU = normals(tag + " cond_u", 8 * n, 0.5);
-  mlp.p1 = shuffled(n, 11), mlp.p2 = shuffled(n, 13);
-  const Vec x1 = normals(tag + " x1", D, 3.0);
-  const Vec want = ref::kronMlp(mlp, x1, 1e-6f);
+  Vec x1;
 
-  needle_rt::KronMlp w{};
-  w.d_model = D, w.n = n, w.ba = ba, w.bb = bb, w.norm = mlp.norm.data();
-  w.w1a = mlp.w1a.data(), w.w2a = mlp.w2a.data(), w.w3a = mlp.w3a.data();
-  w.w1b = mlp.w1b.data(), w.w2b = mlp.w2b.data(), w.w3b = mlp.w3b.data();
-  w.d1 = mlp.d1.data(), w.d2 = mlp.d2.data(), w.b2 = mlp.b2.data(), w.d3 = mlp.d3.data(), w.d4 = mlp.d4.data();
-  w.cond_v = mlp.condV.data(), w.cond_u = mlp.condU.data(), w.p1 = mlp.p1.data(), w.p2 = mlp.p2.data();
-  Vec scratch(needle_rt::kron_mlp_scratch_floats(n), 1e30f), got(D);
-  kernel(w, x1.data(), 1e-6f, scratch.data(), got.data());
+  KronMlpCase(int64_t D, int64_t ba, int64_t bb)
+      : tag("kron_mlp D=" + std::to_string(D) + " n=" + std::to_string(ba * bb)) {
+    const int64_t n = ba * bb;
+    mlp.rows = ba, mlp.cols = bb;
+    mlp.norm = normals(tag + " norm", D, 0.2);
+    // Kronecker factors near orthogonal scale (1/sqrt(side)), so activations stay O(1).
+    mlp.w1a = normals(tag + " w1a", ba * ba, 1.0 / std::sqrt(ba));
+    mlp.w2a = normals(tag + " w2a", ba * ba, 1.0 / std::sqrt(ba));
+    mlp.w3a = normals(tag + " w3a", ba * ba, 1.0 / std::sqrt(ba));
+    mlp.w1b = normals(tag + " w1b", bb * bb, 1.0 / std::sqrt(bb));
+    mlp.w2b = normals(tag + " w2b", bb * bb, 1.0 / std::sqrt(bb));
+    mlp.w3b = normals(tag + " w3b", bb * bb, 1.0 / std::sqrt(bb));
+    mlp.d1 = normals(tag + " d1", n), mlp.d2 = normals(tag + " d2", n), mlp.b2 = normals(tag + " b2", n);
+    mlp.d3 = normals(tag + " d3", n), mlp.d4 = normals(tag + " d4", n);
+    mlp.condV = normals(tag + " cond_v", D * 8, 0.1), mlp.condU = normals(tag + " cond_u", 8 * n, 0.5);
+    mlp.p1 = shuffled(n, 11), mlp.p2 = shuffled(n, 13);
+    x1 = normals(tag + " x1", D, 3.0);
+  }
+
+  /// The runtime's view of the weights.
+  needle_rt::KronMlp weights() const {
+    needle_rt::KronMlp w{};
+    w.d_model = static_cast<int64_t>(x1.size()), w.n = mlp.rows * mlp.cols, w.ba = mlp.rows, w.bb = mlp.cols;
+    w.norm = mlp.norm.data();
+    w.w1a = mlp.w1a.data(), w.w2a = mlp.w2a.data(), w.w3a = mlp.w3a.data();
+    w.w1b = mlp.w1b.data(), w.w2b = mlp.w2b.data(), w.w3b = mlp.w3b.data();
+    w.d1 = mlp.d1.data(), w.d2 = mlp.d2.data(), w.b2 = mlp.b2.data(), w.d3 = mlp.d3.data(), w.d4 = mlp.d4.data();
+    w.cond_v = mlp.condV.data(), w.cond_u = mlp.condU.data(), w.p1 = mlp.p1.data(), w.p2 = mlp.p2.data();
+    return w;
+  }
+
+  /// `kernel`'s output.
+  Vec run(KronMlpKernel kernel) const {
+    Vec scratch(needle_rt::kron_mlp_scratch_floats(mlp.rows * mlp.cols), 1e30f), got(x1.size());
+    kernel(weights(), x1.data(), 1e-6f, scratch.data(), got.data());
+    return got;
+  }
+};
+
+void checkKronMlp(int64_t D, int64_t ba, int64_t bb, KronMlpKernel kernel = needle_rt::kron_mlp) {
+  const KronMlpCase c(D, ba, bb);
+  const Vec want = ref::kronMlp(c.mlp, c.x1, 1e-6f);
   // Three chained f32 Kronecker products (each two matmuls) against double: 1e-5 still holds.
-  expectClose(got, want, 1e-5, tag);
-  Vec inPlace = x1;
-  kernel(w, inPlace.data(), 1e-6f, scratch.data(), inPlace.data());
-  expectClose(inPlace, want, 1e-5, tag + " in place");
+  expectClose(c.run(kernel), want, 1e-5, c.tag);
+  Vec scratch(needle_rt::kron_mlp_scratch_floats(ba * bb), 1e30f), inPlace = c.x1;
+  kernel(c.weights(), inPlace.data(), 1e-6f, scratch.data(), inPlace.data());
+  expectClose(inPlace, want, 1e-5, c.tag + " in place");
 }
 
 TEST(Runtime, KroneckerAlone) {
@@ -991,22 +1011,35 @@ TEST(Runtime, KronMlpSquare) { checkKronMlp(64, 8, 8); }
 TEST(Runtime, KronMlpNeedleShape) { checkKronMlp(768, 32, 32); }
 
 #if NEEDLE_RT_X86_KERNELS
-TEST(Runtime, KroneckerAvx2) {
-  if (!hasAvx2())
-    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  // Factor widths of 1, 2 and 4 runs of 16 columns; rows in fours with 0 to 3 left over; a width
-  // the AVX2 kernel leaves to the portable one.
-  for (auto [ba, bb] : {std::pair<int64_t, int64_t>{32, 32}, {8, 16}, {3, 64}, {6, 32}, {5, 32}, {1, 16}, {4, 8}}) {
-    const std::string tag = "kronecker_avx2 " + std::to_string(ba) + "x" + std::to_string(bb);
+using KroneckerKernel = decltype(&needle_rt::kronecker_avx2);
+
+/// `kernel` against the reference: factor widths of 1, 2 and 4 runs of 16 columns; rows in
+/// fours and eights with some left over; a width the vector kernels leave to the portable one.
+void checkKronecker(KroneckerKernel kernel, const std::string &name) {
+  for (auto [ba, bb] :
+       {std::pair<int64_t, int64_t>{32, 32}, {8, 16}, {3, 64}, {6, 32}, {5, 32}, {1, 16}, {4, 8}, {11, 48}}) {
+    const std::string tag = name + " " + std::to_string(ba) + "x" + std::to_string(bb);
     const Vec z = normals(tag + " z", ba * bb), wa = normals(tag + " wa", ba * ba), wb = normals(tag + " wb", bb * bb);
     Vec tmp(ba * bb, 1e30f), got(ba * bb, 1e30f);
-    needle_rt::kronecker_avx2(z.data(), wa.data(), wb.data(), ba, bb, tmp.data(), got.data());
+    kernel(z.data(), wa.data(), wb.data(), ba, bb, tmp.data(), got.data());
     const Vec want = ref::kronecker(z, wa, wb, ba, bb);
     expectClose(got, want, 1e-5, tag);
     Vec inPlace = z; // out may be z
-    needle_rt::kronecker_avx2(inPlace.data(), wa.data(), wb.data(), ba, bb, tmp.data(), inPlace.data());
+    kernel(inPlace.data(), wa.data(), wb.data(), ba, bb, tmp.data(), inPlace.data());
     expectClose(inPlace, want, 1e-5, tag + " in place");
   }
+}
+
+TEST(Runtime, KroneckerAvx2) {
+  if (!hasAvx2())
+    GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
+  checkKronecker(needle_rt::kronecker_avx2, "kronecker_avx2");
+}
+
+TEST(Runtime, KroneckerAvx512) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F";
+  checkKronecker(needle_rt::kronecker_avx512, "kronecker_avx512");
 }
 
 TEST(Runtime, SiluAvx2) {
@@ -1136,6 +1169,18 @@ TEST(Runtime, KronMlpAvx2) {
   checkKronMlp(90, 3, 32, needle_rt::kron_mlp_avx2);  // n = 96 > D
   checkKronMlp(128, 8, 16, needle_rt::kron_mlp_avx2); // the tiny preset's shape
   checkKronMlp(24, 4, 8, needle_rt::kron_mlp_avx2);   // the portable Kronecker, silu 8 at a time
+}
+
+/// kron_mlp_avx512 sums as kron_mlp_avx2 does, only 16 lanes at a time: the same floats, on
+/// needle3's shape (32-column runs), the tiny preset's (16) and one left to the portable kernel.
+TEST(Runtime, KronMlpAvx512EqualsAvx2) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F";
+  checkKronMlp(768, 32, 32, needle_rt::kron_mlp_avx512);
+  for (const auto &[d, ba, bb] : {std::tuple<int64_t, int64_t, int64_t>{768, 32, 32}, {128, 8, 16}, {24, 4, 8}}) {
+    const KronMlpCase c(d, ba, bb);
+    ASSERT_EQ(c.run(needle_rt::kron_mlp_avx512), c.run(needle_rt::kron_mlp_avx2)) << c.tag;
+  }
 }
 #endif
 
