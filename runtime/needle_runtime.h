@@ -2594,15 +2594,11 @@ inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, flo
   zc_norm(x1, w.norm, D, 1, eps, a);
   for (int64_t i = D; i < n; ++i)
     a[i] = 0.0f;
-  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]), in 4 partial sums
-  // (i % 4): one chain of D dependent adds per j took 4 cycles an add, 1 µs at D = 768.
-  float part[4][8] = {};
+  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]).
+  float mix[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t i = 0; i < D; ++i)
     for (int j = 0; j < 8; ++j)
-      part[i % 4][j] += w.cond_v[i * 8 + j] * a[i];
-  float mix[8];
-  for (int j = 0; j < 8; ++j)
-    mix[j] = (part[0][j] + part[1][j]) + (part[2][j] + part[3][j]);
+      mix[j] += w.cond_v[i * 8 + j] * a[i];
   float top = mix[0], sum = 0.0f;
   for (int j = 1; j < 8; ++j)
     top = mix[j] > top ? mix[j] : top;
