@@ -1784,8 +1784,9 @@ inline void zc_norm(const float *x, const float *scale, int64_t n_total, int64_t
 }
 
 /// needle.rope, rotate-half, in place on x [heads][d] (d even) at position t: pair (f, f + d/2)
-/// turns by t·theta^(-2f/d). The angle, cos and sin are formed in double and rounded to f32
-/// exactly as reference::rope (model.md's choice), once per f and shared by all heads.
+/// turns by t·theta^(-2f/d). The angle, cos and sin are formed in double and rounded to f32 as
+/// reference::rope does (model.md's choice; the frequency here within f ulps of its pow), once per
+/// f and shared by all heads.
 inline void rope(float *x, int64_t heads, int64_t d, int64_t t, double theta) {
   const int64_t half = d / 2;
   // theta^(-2f/d) by products of theta^(-2/d), in double: off from pow's by f ulps, and one pow per
@@ -2762,9 +2763,13 @@ NEEDLE_RT_AVX512 inline void kronecker_avx512(const float *z, const float *wa, c
                                               float *tmp, float *out) {
   if (bb % 16 != 0)
     return kronecker_avx2(z, wa, wb, ba, bb, tmp, out);
-  const auto combine = bb % 32 == 0 ? avx512_combine_all_rows<2> : avx512_combine_all_rows<1>;
-  combine(z, bb, 1, wb, bb, ba, bb, tmp);
-  combine(wa, 1, ba, tmp, ba, ba, bb, out);
+  if (bb % 32 == 0) {
+    avx512_combine_all_rows<2>(z, bb, 1, wb, bb, ba, bb, tmp);
+    avx512_combine_all_rows<2>(wa, 1, ba, tmp, ba, ba, bb, out);
+  } else {
+    avx512_combine_all_rows<1>(z, bb, 1, wb, bb, ba, bb, tmp);
+    avx512_combine_all_rows<1>(wa, 1, ba, tmp, ba, ba, bb, out);
+  }
 }
 
 /// kron_mlp with kronecker_avx512 and silu_in_place_avx2.

@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bin
+rounds=${NEEDLE_BENCH_ROUNDS:-3}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "bench-backends.sh: NEEDLE_BENCH_ROUNDS must be 1 or more" >&2; exit 1; }
 work=build/bench-backends
 mkdir -p "$work"
 [ -f "$work/needle3.needle" ] || "$bin/needle-synth" --preset needle3 --seed 1 --quantized -o "$work/needle3.needle"
@@ -20,8 +22,8 @@ build/test/bench/needle-bench --benchmark_filter='BM_ReferenceDecode' \
   --benchmark_out="$work/figures.json" --benchmark_out_format=json >/dev/null
 
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
-# link NAME [LIB...]: $work/NAME.o into test/bench/bench_model.c as $work/NAME-bench.
-link() {
+# link_bench NAME [LIB...]: $work/NAME.o into test/bench/bench_model.c as $work/NAME-bench.
+link_bench() {
   local name=$1
   shift
   cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"$name.h\"" -I"$work" test/bench/bench_model.c \
@@ -35,7 +37,7 @@ object() {
   start=$(date +%s%N)
   "$bin/needlec" "$work/needle3.needle" --layers "$depth" --target host "$@" -o "$work/$name$depth"
   echo "$depth $name $(ms "$start")" >>"$work/compile.txt"
-  link "$name$depth"
+  link_bench "$name$depth"
 }
 : >"$work/compile.txt"
 for depth in 2 8 20; do
@@ -43,7 +45,7 @@ for depth in 2 8 20; do
   "$bin/needlec" "$work/needle3.needle" --layers "$depth" --emit cpp -o "$work/cpp$depth"
   c++ -std=c++17 -O2 -march=native -c "$work/cpp$depth.cpp" -o "$work/cpp$depth.o"
   echo "$depth cpp $(ms "$start")" >>"$work/compile.txt"
-  link "cpp$depth" -lstdc++
+  link_bench "cpp$depth" -lstdc++
   object obj
   object fast --activations int8
 done
@@ -53,17 +55,19 @@ done
 # figure is its best round, the bandwidth too, and a ratio compares two figures of a quiet moment.
 rm -f "$work"/bandwidth*.json
 : >"$work/runs.txt"
-for round in $(seq "${NEEDLE_BENCH_ROUNDS:-3}"); do
+for round in $(seq "$rounds"); do
   build/test/bench/needle-bench --benchmark_filter='BM_ReadBandwidth' \
     --benchmark_out="$work/bandwidth$round.json" --benchmark_out_format=json >/dev/null
   for depth in 2 8 20; do
     for name in cpp obj fast; do
-      echo "$depth $name $("$work/$name$depth-bench" 128 64 3)" >>"$work/runs.txt"
+      figures=$("$work/$name$depth-bench" 128 64 3)
+      echo "$depth $name $figures" >>"$work/runs.txt"
     done
   done
 done
 for name in cpp obj fast; do # a long context: attention over 2000 positions
-  echo "$name $("$work/${name}8-bench" 2000 64 1)"
+  figures=$("$work/${name}8-bench" 2000 64 1)
+  echo "$name $figures"
 done >"$work/long.txt"
 
 /usr/bin/python3 - "$work/figures.json" "$work/runs.txt" "$work/long.txt" "$work/compile.txt" "$work"/bandwidth*.json <<'PY'

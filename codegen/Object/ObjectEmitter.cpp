@@ -322,8 +322,10 @@ void useAvx2Kernels(KernelProgram &program) {
 void useAvx512Kernels(KernelProgram &program) {
   forEachCall(program, [](KernelCall &call) {
     if ((call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) || // (q, k, v, heads, kv, dqk, dv
-        call.kernel == "kron_mlp_flat_avx2")
-      call.kernel.back() = '5', call.kernel += "12"; // _avx2 -> _avx512
+        call.kernel == "kron_mlp_flat_avx2") {
+      call.kernel.pop_back(); // _avx2 -> _avx512
+      call.kernel += "512";
+    }
   });
 }
 
