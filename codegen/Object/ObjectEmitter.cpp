@@ -304,28 +304,21 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
 /// the Kronecker MLPs, the lanes' mixing gates and the sigmoid gates at the runtime's AVX2
 /// kernels (needle_rt::attention_avx2, hadamard_avx2, kron_mlp_flat_avx2, mhc_gates_avx2,
 /// sigmoid_gate_avx2: the same arguments), which serve a CPU with AVX2 better than Halide's or the
-/// portable ones (docs/performance.md); the others stay with Halide.
-void useAvx2Kernels(KernelProgram &program) {
-  forEachCall(program, [](KernelCall &call) {
-    const bool attention = call.kernel == "attention" && call.args[6].value % 8 == 0; // (q, k, v, heads, kv, dqk, dv
-    const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0;   // (in, n, group, out)
-    const bool everyShape =
-        call.kernel == "kron_mlp_flat" || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
-    if (attention || hadamard || everyShape)
+/// portable ones (docs/performance.md); the others stay with Halide. With `avx512`, attention whose
+/// dv fills whole 16-float vectors and the Kronecker MLPs take the AVX-512 kernels instead
+/// (attention_avx512, kron_mlp_flat_avx512: the same arguments, and the same floats: RuntimeTest's
+/// AttentionAvx512EqualsAvx2, KronMlpAvx512EqualsAvx2).
+void useAvx2Kernels(KernelProgram &program, bool avx512) {
+  forEachCall(program, [avx512](KernelCall &call) {
+    const int64_t dv = call.kernel == "attention" ? call.args[6].value : 0; // (q, k, v, heads, kv, dqk, dv
+    const bool attention = call.kernel == "attention" && dv % 8 == 0;
+    const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0; // (in, n, group, out)
+    const bool kron = call.kernel == "kron_mlp_flat";
+    const bool everyShape = kron || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
+    if (avx512 && ((attention && dv % 16 == 0) || kron))
+      call.kernel += "_avx512";
+    else if (attention || hadamard || everyShape)
       call.kernel += "_avx2";
-  });
-}
-
-/// Points the AVX2 attention calls whose dv fills whole 16-float vectors, and the Kronecker MLPs, at the runtime's
-/// AVX-512 kernels (needle_rt::attention_avx512, kron_mlp_flat_avx512: the same arguments, and the same floats:
-/// RuntimeTest's AttentionAvx512EqualsAvx2, KronMlpAvx512EqualsAvx2).
-void useAvx512Kernels(KernelProgram &program) {
-  forEachCall(program, [](KernelCall &call) {
-    if ((call.kernel == "attention_avx2" && call.args[6].value % 16 == 0) || // (q, k, v, heads, kv, dqk, dv
-        call.kernel == "kron_mlp_flat_avx2") {
-      call.kernel.pop_back(); // _avx2 -> _avx512
-      call.kernel += "512";
-    }
   });
 }
 
@@ -340,6 +333,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
+  const bool avx512 = avx2 && hasAvx512Kernels(target, *machine);
   // The fast mode's matvecs first (CQ2, and CQ4 of kFastCq4Rows); the rest, and every CQ matvec of
   // the exact mode, then take the exact kernels.
   if (options.activations == Activations::Int8) {
@@ -350,7 +344,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
     useFastCqLayout(program, vnni ? useCqLutDwordLayout : useCqLut16Layout,
                     vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
   }
-  if (avx2 && hasAvx512Kernels(target, *machine)) { // 16 lanes: one vpermps holds a CQ4 codebook
+  if (avx512) { // 16 lanes: one vpermps holds a CQ4 codebook
     // CQ2 on CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits.
     useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
     // CQ4 in whole tiles only: padded to a tile, the lanes' 4-row mixing projections would quadruple.
@@ -361,9 +355,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
     useCqX8Layout(program, "cqx8_matmul_avx2");
   }
   if (avx2)
-    useAvx2Kernels(program);
-  if (avx2 && hasAvx512Kernels(target, *machine))
-    useAvx512Kernels(program);
+    useAvx2Kernels(program, avx512);
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

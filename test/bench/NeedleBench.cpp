@@ -107,6 +107,20 @@ void BM_ReferenceDecode(benchmark::State &state) {
   state.counters["roofline tokens/s"] = measuredBandwidth > 0 ? measuredBandwidth / bytes : 0;
 }
 
+/// Why kernel `choice` of NEEDLE_BENCH_KERNEL (1: AVX2, FMA and F16C; 2: AVX-512F as well) cannot run
+/// here, or nullptr if it can.
+const char *kernelUnavailable(int64_t choice) {
+  if (choice == 0)
+    return nullptr;
+#if NEEDLE_RT_X86_KERNELS
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return "this CPU lacks AVX2, FMA or F16C";
+  return choice == 2 && !__builtin_cpu_supports("avx512f") ? "this CPU lacks AVX-512F" : nullptr;
+#else
+  return "the AVX2 and AVX-512 kernels are x86-64's";
+#endif
+}
+
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
@@ -122,11 +136,8 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int bits = static_cast<int>(state.range(2));
   const int64_t choice = state.range(4);
 #if NEEDLE_RT_X86_KERNELS
-  if (choice > 0 &&
-      !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
-    return state.SkipWithError("this CPU lacks AVX2, FMA or F16C");
-  if (choice >= 3 && !__builtin_cpu_supports("avx512f"))
-    return state.SkipWithError("this CPU lacks AVX-512F");
+  if (const char *why = kernelUnavailable(choice >= 3 ? 2 : choice > 0 ? 1 : 0))
+    return state.SkipWithError(why);
   if (choice == 4 && !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
                        __builtin_cpu_supports("avx512vnni")))
     return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
@@ -168,29 +179,6 @@ void BM_RuntimeCq(benchmark::State &state) {
   state.counters["weights/s"] = benchmark::Counter(iterations * rows * cols, benchmark::Counter::kIsRate);
   state.counters["CQ bytes/s"] = benchmark::Counter(iterations * bytes, benchmark::Counter::kIsRate);
   state.counters["GFLOPS"] = benchmark::Counter(iterations * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
-}
-
-/// Why the runtime's AVX2 kernels cannot run here, or nullptr if they can.
-const char *avx2Unavailable() {
-#if NEEDLE_RT_X86_KERNELS
-  const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return has ? nullptr : "this CPU lacks AVX2, FMA or F16C";
-#else
-  return "the AVX2 kernels are x86-64's";
-#endif
-}
-
-/// Why kernel `choice` of NEEDLE_BENCH_KERNEL cannot run here, or nullptr if it can.
-const char *kernelUnavailable(int64_t choice) {
-  if (choice == 0)
-    return nullptr;
-  if (const char *why = avx2Unavailable())
-    return why;
-#if NEEDLE_RT_X86_KERNELS
-  return choice == 2 && !__builtin_cpu_supports("avx512f") ? "this CPU lacks AVX-512F" : nullptr;
-#else
-  return nullptr;
-#endif
 }
 
 // needle_rt::NAME_avx2 where `choice` is 1, NAME_avx512 where it is 2 (x86-64 only: check

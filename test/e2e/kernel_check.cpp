@@ -91,17 +91,21 @@ struct Matrix {
     }
     return bound * 1.001; // and the float sums' rounding
   }
-  /// y = Σ_k c[index] · n16 · x[k] in double (`magnitude`: Σ_k |c[index] · n16 · x[k]|).
-  double dot(int64_t r, const float *x, bool magnitude = false) const {
-    double sum = 0.0;
+  /// Row r's y = Σ_k c[index] · n16 · x[k] in double, and its terms' magnitude Σ_k |c[index] · n16 · x[k]|.
+  struct Dot {
+    double sum = 0.0, magnitude = 0.0;
+  };
+  Dot dot(int64_t r, const float *x) const {
+    Dot d;
     for (int64_t k = 0; k < groups * 128; ++k) {
       const double term =
           static_cast<double>(codebook[index(r, k)]) *
           static_cast<double>(needle_rt::half_to_float(norms[static_cast<size_t>(r * groups + k / 128)])) *
           static_cast<double>(x[k]);
-      sum += magnitude ? std::fabs(term) : term;
+      d.sum += term;
+      d.magnitude += std::fabs(term);
     }
-    return sum;
+    return d;
   }
 };
 
@@ -137,7 +141,8 @@ void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *pack
     double worst = 0.0, largest = 0.0, share = 0.0;
     bool within = true;
     for (int64_t r = 0; r < m.rows; ++r) {
-      const double want = m.dot(r, x), error = std::fabs(static_cast<double>(y[r]) - want);
+      const Matrix::Dot row = m.dot(r, x);
+      const double want = row.sum, error = std::fabs(static_cast<double>(y[r]) - want);
       worst = std::fmax(worst, error);
       largest = std::fmax(largest, std::fabs(want));
       if (fast) {
@@ -145,7 +150,7 @@ void check(const char *name, Kernel kernel, const Matrix &m, const uint8_t *pack
         within &= error <= bound;
         share += bound > 0.0 ? error / bound : 0.0;
       } else {
-        within &= error <= 1e-5 * m.dot(r, x, true);
+        within &= error <= 1e-5 * row.magnitude;
       }
     }
     within &= !fast || share <= 0.25 * static_cast<double>(m.rows);

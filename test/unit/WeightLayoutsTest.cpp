@@ -396,7 +396,7 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
                 6144);
   const std::vector<uint8_t> before = program.weights;
   useFastCqLayout(program, useCqLutDwordLayout, "cqlut_matmul_avx512vnni");
-  useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx512");
+  useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
   useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
   useCqX8Layout(program, "cqx8_matmul_avx512");
   const std::vector<KernelCall> &calls = program.step[0].calls;
