@@ -2133,15 +2133,23 @@ inline void causal_taps(const float *x, int64_t n, const float *taps, int64_t co
 /// Contract: capacity >= window for a local block, capacity >= max_seq_len for a global one;
 /// first is raised to t − capacity + 1 if needed so no overwritten slot is ever read. Positions
 /// 0, 1, 2, ... in order; the caches never need clearing. Scratch: scores,
-/// attention_scratch_floats(capacity) floats. out must not overlap q, k, v, the caches or scores.
+/// attention_scratch_floats(capacity, heads, kv_heads) floats. out must not overlap q, k, v, the caches or scores.
 struct AttentionSpan {
   int64_t first_slot, count; // the visible positions: count of them, from ring slot first_slot on
   /// How many of them lie before the ring's end (the rest wrap to slot 0).
   int64_t before_end(int64_t capacity) const { return first_slot + count <= capacity ? count : capacity - first_slot; }
 };
 
-/// attention's scratch: the scores of two query heads (attention_avx2 takes heads in pairs).
-constexpr int64_t attention_scratch_floats(int64_t capacity) { return 2 * capacity; }
+/// The most query heads attention_x86 takes at once (attention_avx512 takes needle3's six of a kv
+/// head in one pass over its keys and values).
+inline constexpr int kAttentionMostHeads = 6;
+
+/// attention's scratch: the scores of the query heads it takes at once, at most the group of
+/// heads / kv_heads (1 for the portable kernel, 2 for pairs).
+constexpr int64_t attention_scratch_floats(int64_t capacity, int64_t heads, int64_t kv_heads) {
+  const int64_t group = heads / kv_heads;
+  return (group < kAttentionMostHeads ? group : kAttentionMostHeads) * capacity;
+}
 
 /// attention's first half: stores k and v of position t in the rings; returns what t sees.
 inline AttentionSpan attention_store(const float *k, const float *v, int64_t k_width, int64_t v_width, int64_t window,
@@ -2317,9 +2325,11 @@ NEEDLE_RT_AVX2 inline void attention_value_block_avx2(const float *scores, int64
 }
 
 /// The AVX2 blocks of attention_x86: the scores of kHeads query heads for `slots` consecutive
-/// slots, and their weighted values for all dv (a multiple of 8).
+/// slots, and their weighted values for all dv (a multiple of 8); heads in pairs (6 heads' sums
+/// of 4 vectors would need more than the 16 registers).
 struct AttentionAvx2 {
   static constexpr int64_t width = 8;
+  static constexpr int most_heads = 2;
   template <int kHeads>
   NEEDLE_RT_AVX2 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                     float *scores, int64_t stride) {
@@ -2354,30 +2364,36 @@ NEEDLE_RT_AVX2 inline void attention_heads_x86(const float *q, int64_t dqk, int6
   Blocks::template values<kHeads>(scores, count, v, v_width, span.first_slot, capacity, inv_sum, dv, out);
 }
 
-/// attention on Blocks where dv is a multiple of Blocks::width (else attention_read), query
-/// heads in pairs. Scratch: attention_scratch_floats(capacity).
+/// attention on Blocks where dv is a multiple of Blocks::width (else attention_read): the query
+/// heads of a kv head Blocks::most_heads at a time while that many are left, then in pairs, so a
+/// key or value vector loaded feeds them all (the caches stream from L3 or L2 in a long decode).
+/// Scratch: attention_scratch_floats(capacity, heads, kv_heads).
 template <typename Blocks>
 NEEDLE_RT_AVX2 inline void attention_x86(const float *q, const float *k, const float *v, int64_t heads,
                                          int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window, int64_t capacity,
                                          int64_t t, float *k_cache, float *v_cache, float *scores, float *out) {
+  static_assert(Blocks::most_heads <= kAttentionMostHeads, "the scratch holds kAttentionMostHeads heads' scores");
   const int64_t v_width = kv_heads * dv, group = heads / kv_heads;
   const AttentionSpan span = attention_store(k, v, kv_heads * dqk, v_width, window, capacity, t, k_cache, v_cache);
   if (dv % Blocks::width != 0)
     return attention_read(q, heads, kv_heads, dqk, dv, capacity, span, k_cache, v_cache, scores, out);
   for (int64_t h = 0; h < heads;) {
-    const int64_t kv = h / group;
-    const float *keys = k_cache + kv * dqk * capacity, *values = v_cache + kv * dv;
-    const bool pair = h + 1 < (kv + 1) * group; // h + 1 reads the same kv head
-    if (pair)
-      attention_heads_x86<Blocks, 2>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
+    const int64_t kv = h / group, left = (kv + 1) * group - h; // heads from h on that read kv head kv
+    const float *keys = k_cache + kv * dqk * capacity, *values = v_cache + kv * dv, *qh = q + h * dqk;
+    float *oh = out + h * dv;
+    const int taken = left >= Blocks::most_heads ? Blocks::most_heads : left >= 2 ? 2 : 1;
+    if (taken == Blocks::most_heads)
+      attention_heads_x86<Blocks, Blocks::most_heads>(qh, dqk, dv, v_width, capacity, span, keys, values, scores, oh);
+    else if (taken == 2)
+      attention_heads_x86<Blocks, 2>(qh, dqk, dv, v_width, capacity, span, keys, values, scores, oh);
     else
-      attention_heads_x86<Blocks, 1>(q + h * dqk, dqk, dv, v_width, capacity, span, keys, values, scores, out + h * dv);
-    h += pair ? 2 : 1;
+      attention_heads_x86<Blocks, 1>(qh, dqk, dv, v_width, capacity, span, keys, values, scores, oh);
+    h += taken;
   }
 }
 
 /// attention with AVX2 and FMA where dv is a multiple of 8 (else attention_read). Scratch:
-/// attention_scratch_floats(capacity).
+/// attention_scratch_floats(capacity, heads, kv_heads).
 NEEDLE_RT_AVX2 inline void attention_avx2(const float *q, const float *k, const float *v, int64_t heads,
                                           int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window, int64_t capacity,
                                           int64_t t, float *k_cache, float *v_cache, float *scores, float *out) {
@@ -2441,9 +2457,11 @@ NEEDLE_RT_AVX512 inline void attention_value_block_avx512(const float *scores, i
       _mm512_storeu_ps(out + h * dv + 16 * j, _mm512_mul_ps(acc[h][j], _mm512_set1_ps(inv_sum[h])));
 }
 
-/// The AVX-512 blocks of attention_x86 (AttentionAvx2's, dv a multiple of 16).
+/// The AVX-512 blocks of attention_x86 (AttentionAvx2's, dv a multiple of 16), up to 6 heads at
+/// once: 6 heads' sums of 4 vectors and the 4 vectors they multiply fit the 32 registers.
 struct AttentionAvx512 {
   static constexpr int64_t width = 16;
+  static constexpr int most_heads = kAttentionMostHeads;
   template <int kHeads>
   NEEDLE_RT_AVX512 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                       float *scores, int64_t stride) {
@@ -2471,7 +2489,7 @@ struct AttentionAvx512 {
 };
 
 /// attention with AVX-512F where dv is a multiple of 16, else attention_avx2. Scratch:
-/// attention_scratch_floats(capacity).
+/// attention_scratch_floats(capacity, heads, kv_heads).
 NEEDLE_RT_AVX512 inline void attention_avx512(const float *q, const float *k, const float *v, int64_t heads,
                                               int64_t kv_heads, int64_t dqk, int64_t dv, int64_t window,
                                               int64_t capacity, int64_t t, float *k_cache, float *v_cache,

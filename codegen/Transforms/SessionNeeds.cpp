@@ -27,7 +27,9 @@ needle::SessionNeeds needle::sessionNeeds(Operation *op, int64_t maxSeqLen) {
       .Case([&](AttentionOp attention) {
         const int64_t capacity = kvCapacity(attention.getWindow(), maxSeqLen);
         const int64_t width = lengthOf(attention.getKey()) + lengthOf(attention.getValue());
-        return SessionNeeds{capacity * width * kFloat, needle_rt::attention_scratch_floats(capacity) * kFloat};
+        return SessionNeeds{
+            capacity * width * kFloat,
+            needle_rt::attention_scratch_floats(capacity, attention.getHeads(), attention.getKvHeads()) * kFloat};
       })
       .Case([&](CausalTapsOp taps) {
         const int64_t floats =

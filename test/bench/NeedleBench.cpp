@@ -202,7 +202,7 @@ void BM_RuntimeAttention(benchmark::State &state) {
   std::vector<float> vCache = randomNormals(5, "v", capacity * kvHeads * dv, 1.0);
   const std::vector<float> q = randomNormals(6, "q", heads * dqk, 1.0), k = randomNormals(7, "k1", kvHeads * dqk, 1.0),
                            v = randomNormals(8, "v1", kvHeads * dv, 1.0);
-  std::vector<float> scores(needle_rt::attention_scratch_floats(capacity)), out(heads * dv);
+  std::vector<float> scores(needle_rt::attention_scratch_floats(capacity, heads, kvHeads)), out(heads * dv);
   for (auto _ : state) {
     kernel(q.data(), k.data(), v.data(), heads, kvHeads, dqk, dv, 0, capacity, count - 1, kCache.data(), vCache.data(),
            scores.data(), out.data());

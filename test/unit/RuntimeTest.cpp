@@ -800,7 +800,7 @@ void checkAttention(AttentionKernel kernel, AttentionShape shape, int64_t window
                           " dqk=" + std::to_string(dqk) + " dv=" + std::to_string(dv) +
                           " window=" + std::to_string(window) + " capacity=" + std::to_string(capacity);
   Vec kCache(capacity * kvHeads * dqk, 1e30f), vCache(capacity * kvHeads * dv, 1e30f);
-  Vec scores(needle_rt::attention_scratch_floats(capacity));
+  Vec scores(needle_rt::attention_scratch_floats(capacity, heads, kvHeads));
   std::vector<Vec> keys, values;
   for (int64_t t = 0; t < positions; ++t) {
     const std::string at = tag + " t=" + std::to_string(t);
@@ -826,10 +826,13 @@ void checkAttentionCases(AttentionKernel kernel) {
   checkAttention(kernel, {4, 2, 8, 6}, 6, 6, 12, 30.0);
 }
 
-/// Shapes for the AVX2 kernel's blocks: dv a multiple of 8, spans of 32 slots and more, with
-/// tails of 8 and of single slots; query heads in pairs and odd groups (a pair and a single).
+/// Shapes for the x86 kernels' blocks: dv a multiple of 8, spans of 32 slots and more, with
+/// tails of 8 and of single slots; query heads 6 at once (AVX-512), in pairs and odd groups
+/// (a pair and a single), and groups of 8 and 9 (6 + 2, 6 + 2 + 1).
 void checkAttentionVectorCases(AttentionKernel kernel) {
   checkAttention(kernel, {12, 2, 48, 64}, 45, 45, 100); // needle3's heads; a ring of 45 wraps
+  checkAttention(kernel, {16, 2, 8, 16}, 0, 70, 70);    // groups of 8
+  checkAttention(kernel, {9, 1, 8, 32}, 20, 30, 60);    // a group of 9
   checkAttention(kernel, {3, 1, 16, 24}, 0, 80, 80);    // a group of 3; dv 24: single vectors
   checkAttention(kernel, {2, 2, 8, 16}, 33, 40, 90);    // one head per kv head, window < ring
   checkAttention(kernel, {4, 2, 16, 40}, 0, 50, 50);    // dv 40: a 32-wide block, then an 8-wide one
@@ -896,10 +899,11 @@ TEST(Runtime, AttentionAvx512EqualsAvx2) {
     GTEST_SKIP() << "this CPU lacks AVX-512F";
   for (const auto &[shape, window, capacity] :
        {std::tuple{AttentionShape{12, 2, 48, 64}, int64_t{0}, int64_t{150}},   // spans of 64s, 16s and a tail
+        std::tuple{AttentionShape{9, 1, 16, 32}, int64_t{0}, int64_t{120}},    // 6 heads, a pair and one
         std::tuple{AttentionShape{3, 1, 16, 32}, int64_t{37}, int64_t{40}}}) { // a pair and one; a wrapping ring
     const auto [heads, kvHeads, dqk, dv] = shape;
     Vec kCache2(capacity * kvHeads * dqk), vCache2(capacity * kvHeads * dv), kCache16 = kCache2, vCache16 = vCache2;
-    Vec scores(needle_rt::attention_scratch_floats(capacity)), got2(heads * dv), got16(heads * dv);
+    Vec scores(needle_rt::attention_scratch_floats(capacity, heads, kvHeads)), got2(heads * dv), got16(heads * dv);
     for (int64_t t = 0; t < 120; ++t) {
       const std::string at = "attention t=" + std::to_string(t) + " dv=" + std::to_string(dv);
       const Vec q = normals(at + " q", heads * dqk), k = normals(at + " k", kvHeads * dqk),
