@@ -237,6 +237,7 @@ NEEDLE_KERNEL(cqlut_matmul_simd128)
 #if NEEDLE_RT_X86_KERNELS
 NEEDLE_KERNEL(attention_avx2)
 NEEDLE_KERNEL(attention_avx512)
+NEEDLE_KERNEL(hadamard_avx512)
 NEEDLE_KERNEL(hadamard_avx2)
 NEEDLE_KERNEL(cqlut_matmul_avx2)
 NEEDLE_KERNEL(cqx8_matmul_avx2)

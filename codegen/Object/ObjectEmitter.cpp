@@ -6,6 +6,7 @@
 
 #include "Support/Error.h"
 #include "Support/Version.h"
+#include "runtime/needle_runtime.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -305,17 +306,19 @@ bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &mach
 /// kernels (needle_rt::attention_avx2, hadamard_avx2, kron_mlp_flat_avx2, mhc_gates_avx2,
 /// sigmoid_gate_avx2: the same arguments), which serve a CPU with AVX2 better than Halide's or the
 /// portable ones (docs/performance.md); the others stay with Halide. With `avx512`, attention whose
-/// dv fills whole 16-float vectors and the Kronecker MLPs take the AVX-512 kernels instead
-/// (attention_avx512, kron_mlp_flat_avx512: the same arguments, and the same floats: RuntimeTest's
-/// AttentionAvx512EqualsAvx2, KronMlpAvx512EqualsAvx2).
+/// dv fills whole 16-float vectors, the Hadamard calls on groups of 128 and the Kronecker MLPs take
+/// the AVX-512 kernels instead (attention_avx512, hadamard_avx512, kron_mlp_flat_avx512: the same
+/// arguments, and the same floats: RuntimeTest's AttentionAvx512EqualsAvx2,
+/// HadamardAvx512IsBitIdenticalToCq, KronMlpAvx512EqualsAvx2).
 void useAvx2Kernels(KernelProgram &program, bool avx512) {
   forEachCall(program, [avx512](KernelCall &call) {
     const int64_t dv = call.kernel == "attention" ? call.args[6].value : 0; // (q, k, v, heads, kv, dqk, dv
     const bool attention = call.kernel == "attention" && dv % 8 == 0;
-    const bool hadamard = call.kernel == "hadamard" && call.args[2].value % 8 == 0; // (in, n, group, out)
+    const int64_t group = call.kernel == "hadamard" ? call.args[2].value : 0; // (in, n, group, out)
+    const bool hadamard = call.kernel == "hadamard" && group % 8 == 0;
     const bool kron = call.kernel == "kron_mlp_flat";
     const bool everyShape = kron || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
-    if (avx512 && ((attention && dv % 16 == 0) || kron))
+    if (avx512 && ((attention && dv % 16 == 0) || (hadamard && group == needle_rt::cq_group) || kron))
       call.kernel += "_avx512";
     else if (attention || hadamard || everyShape)
       call.kernel += "_avx2";

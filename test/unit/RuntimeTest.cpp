@@ -146,6 +146,12 @@ TEST(Runtime, FwhtAvx2IsBitIdenticalToCq) {
   }
   checkHadamard(needle_rt::hadamard_avx2, "hadamard_avx2");
 }
+
+TEST(Runtime, HadamardAvx512IsBitIdenticalToCq) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F";
+  checkHadamard(needle_rt::hadamard_avx512, "hadamard_avx512"); // groups of 4 and 16: hadamard_avx2's
+}
 #endif
 
 /// A CQ matrix made by the project's quantizer.
