@@ -1314,6 +1314,12 @@ constexpr __mmask16 kAll16 = 0xFFFF;
 constexpr __mmask32 kAll32 = 0xFFFFFFFFu;
 constexpr __mmask64 kAll64 = ~0ull;
 
+/// Lanes 8·kHalf..8·kHalf + 7 of v (kHalf 0 or 1; GCC 12's _mm512_castps512_ps256 has the
+/// "undefined" register of bug 105593 too).
+template <int kHalf> NEEDLE_RT_AVX512 inline __m256 avx512_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), kHalf));
+}
+
 /// A CQ2 group's pair tables as cq2_exact_tile_avx512 and cq2_dword_group_avx512 read them: unit u's 16 float entries
 /// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cqlut_entries_avx2). 4 KB per group.
 using Cq2PairTables = float[64 * 16];
@@ -1527,9 +1533,7 @@ NEEDLE_RT_AVX512 inline __m256 cqx8_row_block_avx512(const uint8_t *row, const u
     }
   }
   const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-  const __m512d halves = _mm512_castps_pd(sum); // (GCC 12's _mm512_castps512_ps256 is an extract from "undefined")
-  return _mm256_add_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, halves, 0)),
-                       _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, halves, 1)));
+  return _mm256_add_ps(avx512_half<0>(sum), avx512_half<1>(sum));
 }
 
 /// The AVX-512 row kernel of cqx8_matvec_on. A CQ4 byte's lane (16 bytes widened) holds the
@@ -2325,6 +2329,25 @@ NEEDLE_RT_AVX2 inline void attention_scores_avx2(const float *q, int64_t dqk, co
                                                 avx2_first_lanes(slots - i));
 }
 
+/// attention_softmax_avx2's second half from scores[i] on: scores[i..count) ← e^(scores·factor −
+/// shift), each added into the 8 lanes of sum, 8 at a time (then a masked tail); returns sum.
+NEEDLE_RT_AVX2 inline __m256 attention_exps_avx2(float *scores, int64_t i, int64_t count, __m256 factor, __m256 shift,
+                                                 __m256 sum) {
+  for (; i + 8 <= count; i += 8) {
+    const __m256 e = avx2_exp(_mm256_fmsub_ps(_mm256_loadu_ps(scores + i), factor, shift));
+    _mm256_storeu_ps(scores + i, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (i < count) {
+    const __m256i tail = avx2_first_lanes(count - i);
+    const __m256 e = _mm256_and_ps(avx2_exp(_mm256_fmsub_ps(_mm256_maskload_ps(scores + i, tail), factor, shift)),
+                                   _mm256_castsi256_ps(tail));
+    _mm256_maskstore_ps(scores + i, tail, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  return sum;
+}
+
 /// scores[0..count) ← e^(scores·scale − max), returns 1 / their sum (as attention_read's softmax,
 /// 8 at a time).
 NEEDLE_RT_AVX2 inline float attention_softmax_avx2(float *scores, int64_t count, float scale) {
@@ -2337,19 +2360,7 @@ NEEDLE_RT_AVX2 inline float attention_softmax_avx2(float *scores, int64_t count,
   if (i < count) // lanes past count stay -inf
     top = _mm256_max_ps(top, _mm256_blendv_ps(top, _mm256_maskload_ps(scores + i, tail), _mm256_castsi256_ps(tail)));
   const __m256 shift = _mm256_mul_ps(_mm256_set1_ps(avx2_lane_max(top)), factor);
-  __m256 sum = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= count; i += 8) {
-    const __m256 e = avx2_exp(_mm256_fmsub_ps(_mm256_loadu_ps(scores + i), factor, shift));
-    _mm256_storeu_ps(scores + i, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  if (i < count) {
-    const __m256 e = _mm256_and_ps(avx2_exp(_mm256_fmsub_ps(_mm256_maskload_ps(scores + i, tail), factor, shift)),
-                                   _mm256_castsi256_ps(tail));
-    _mm256_maskstore_ps(scores + i, tail, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  return 1.0f / avx2_lane_sum(sum);
+  return 1.0f / avx2_lane_sum(attention_exps_avx2(scores, 0, count, factor, shift, _mm256_setzero_ps()));
 }
 
 /// out[h·dv + 8j + l] = Σ_i scores[h·count + i] · v[slot_i][8j + l] · inv_sum[h] for kHeads heads
@@ -2380,6 +2391,9 @@ NEEDLE_RT_AVX2 inline void attention_value_block_avx2(const float *scores, int64
 struct AttentionAvx2 {
   static constexpr int64_t width = 8;
   static constexpr int most_heads = 2;
+  NEEDLE_RT_AVX2 static float softmax(float *scores, int64_t count, float scale) {
+    return attention_softmax_avx2(scores, count, scale);
+  }
   template <int kHeads>
   NEEDLE_RT_AVX2 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                     float *scores, int64_t stride) {
@@ -2410,7 +2424,7 @@ NEEDLE_RT_AVX2 inline void attention_heads_x86(const float *q, int64_t dqk, int6
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(dqk));
   float inv_sum[kHeads];
   for (int h = 0; h < kHeads; ++h)
-    inv_sum[h] = attention_softmax_avx2(scores + h * count, count, inv_sqrt);
+    inv_sum[h] = Blocks::softmax(scores + h * count, count, inv_sqrt);
   Blocks::template values<kHeads>(scores, count, v, v_width, span.first_slot, capacity, inv_sum, dv, out);
 }
 
@@ -2453,6 +2467,47 @@ NEEDLE_RT_AVX2 inline void attention_avx2(const float *q, const float *k, const 
 // attention_x86's blocks with AVX-512F: AttentionAvx2's, 16 lanes a vector (twice the sums an FMA
 // does, in the 32 registers twice the vectors), in the same order, so the outputs are the AVX2
 // kernel's bit for bit. A masked load and store serve a block's tail.
+
+/// avx2_exp with AVX-512F, 16 at a time: the same operations, so the same floats.
+NEEDLE_RT_AVX512 inline __m512 avx512_exp(__m512 x) {
+  x = _mm512_maskz_max_ps(kAll16, _mm512_set1_ps(-87.3f), x); // x second: a NaN stays NaN
+  const __m512 n = _mm512_maskz_roundscale_ps(
+      kAll16, _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  __m512 p = _mm512_set1_ps(kPoly[0]);
+  for (int c = 1; c < 6; ++c)
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kPoly[c]));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i two_n = _mm512_maskz_slli_epi32(
+      kAll16, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(kAll16, n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(two_n));
+}
+
+/// attention_softmax_avx2 with AVX-512F: the max 16 at a time, the exponentials 16 at a time
+/// and added into the normalizer's 8 lanes half by half (its order), the rest as it does; the
+/// same floats.
+NEEDLE_RT_AVX512 inline float attention_softmax_avx512(float *scores, int64_t count, float scale) {
+  __m512 top = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    top = _mm512_maskz_max_ps(kAll16, top, _mm512_loadu_ps(scores + i));
+  if (i < count) // lanes past count keep top
+    top = _mm512_maskz_max_ps(kAll16, top,
+                              _mm512_mask_loadu_ps(top, static_cast<__mmask16>((1u << (count - i)) - 1), scores + i));
+  const float largest = avx2_lane_max(_mm256_max_ps(avx512_half<0>(top), avx512_half<1>(top)));
+  const __m512 factor = _mm512_set1_ps(scale), shift = _mm512_mul_ps(_mm512_set1_ps(largest), factor);
+  __m256 sum = _mm256_setzero_ps();
+  for (i = 0; i + 16 <= count; i += 16) {
+    const __m512 e = avx512_exp(_mm512_fmsub_ps(_mm512_loadu_ps(scores + i), factor, shift));
+    _mm512_storeu_ps(scores + i, e);
+    sum = _mm256_add_ps(_mm256_add_ps(sum, avx512_half<0>(e)), avx512_half<1>(e));
+  }
+  return 1.0f /
+         avx2_lane_sum(attention_exps_avx2(scores, i, count, avx512_half<0>(factor), avx512_half<0>(shift), sum));
+}
 
 /// acc[h][j] += b[h·b_stride] · vectors[j] (avx2_outer_fma's, 16 lanes).
 template <int kHeads, int kVectors>
@@ -2512,6 +2567,9 @@ NEEDLE_RT_AVX512 inline void attention_value_block_avx512(const float *scores, i
 struct AttentionAvx512 {
   static constexpr int64_t width = 16;
   static constexpr int most_heads = kAttentionMostHeads;
+  NEEDLE_RT_AVX512 static float softmax(float *scores, int64_t count, float scale) {
+    return attention_softmax_avx512(scores, count, scale);
+  }
   template <int kHeads>
   NEEDLE_RT_AVX512 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                       float *scores, int64_t stride) {
