@@ -1703,7 +1703,7 @@ NEEDLE_RT_AVX512 inline void fwht128_avx512(const float *in, float *out) {
         avx512_butterflies<4>(avx512_butterflies<2>(avx512_butterflies<1>(_mm512_loadu_ps(in + 16 * i)))));
 #pragma GCC unroll 3
   for (int half = 1; half < 8; half *= 2)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int i = 0; i < 8; ++i)
       if ((i & half) == 0) {
         const __m512 a = v[i], b = v[i + half];
@@ -1874,19 +1874,25 @@ inline void lanes_init(const float *x, int64_t d, float *lanes) {
 inline void lane_norm(const float *lanes, int64_t d, float eps, float *nx) { unit_norm(lanes, 4 * d, eps, nx); }
 
 #if NEEDLE_RT_X86_KERNELS
+/// The constants of Cephes' expf, which avx2_exp and avx512_exp share.
+struct CephesExp {
+  static constexpr float lowest = -87.3f, log2e = 1.44269504088896341f;
+  static constexpr float ln2_high = 0.693359375f, ln2_low = -2.12194440e-4f; // ln 2 in two parts: r exact
+  static constexpr float poly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+};
+
 /// e^x for x <= 0, 8 at a time, within 2^-22 relative (Cephes' expf: x = n·ln 2 + r,
 /// |r| <= ln 2 / 2, e^r by a degree-7 polynomial, times 2^n); x below -87.3 (and -inf) gives
 /// e^-87.3, about 1.2e-38, which no sum of softmax weights notices.
 NEEDLE_RT_AVX2 inline __m256 avx2_exp(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x); // x second: a NaN stays NaN
-  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x); // ln 2 in two parts, so r is exact
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-  __m256 p = _mm256_set1_ps(kPoly[0]);
+  x = _mm256_max_ps(_mm256_set1_ps(CephesExp::lowest), x); // x second: a NaN stays NaN
+  const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(CephesExp::log2e), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CephesExp::ln2_high), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(CephesExp::ln2_low), r);
+  __m256 p = _mm256_set1_ps(CephesExp::poly[0]);
   for (int c = 1; c < 6; ++c)
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kPoly[c]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(CephesExp::poly[c]));
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
@@ -2181,7 +2187,8 @@ inline void causal_taps(const float *x, int64_t n, const float *taps, int64_t co
 /// slots are adjacent, so the scores of many positions are one contiguous axpy per dimension) and
 /// v_cache [capacity][kv_heads·dv]; position p lives in slot p % capacity. The call first stores
 /// k [kv_heads·dqk] and v [kv_heads·dv] of position t, then query head h (q [heads·dqk]) reads kv
-/// head h / (heads / kv_heads) over the visible positions first..t, first = 0 for window 0
+/// head h / (heads / kv_heads) (kv_heads divides heads, as the dialect's verifier requires) over
+/// the visible positions first..t, first = 0 for window 0
 /// (global) or max(0, t − window + 1):
 ///   o_h = Σ_p softmax_p(q_h·k_p / sqrt(dqk)) v_p,   out [heads·dv] = concat_h o_h.
 /// Contract: capacity >= window for a local block, capacity >= max_seq_len for a global one;
@@ -2470,16 +2477,14 @@ NEEDLE_RT_AVX2 inline void attention_avx2(const float *q, const float *k, const 
 
 /// avx2_exp with AVX-512F, 16 at a time: the same operations, so the same floats.
 NEEDLE_RT_AVX512 inline __m512 avx512_exp(__m512 x) {
-  x = _mm512_maskz_max_ps(kAll16, _mm512_set1_ps(-87.3f), x); // x second: a NaN stays NaN
+  x = _mm512_maskz_max_ps(kAll16, _mm512_set1_ps(CephesExp::lowest), x); // x second: a NaN stays NaN
   const __m512 n = _mm512_maskz_roundscale_ps(
-      kAll16, _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  static constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-  __m512 p = _mm512_set1_ps(kPoly[0]);
+      kAll16, _mm512_fmadd_ps(x, _mm512_set1_ps(CephesExp::log2e), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CephesExp::ln2_high), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(CephesExp::ln2_low), r);
+  __m512 p = _mm512_set1_ps(CephesExp::poly[0]);
   for (int c = 1; c < 6; ++c)
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kPoly[c]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(CephesExp::poly[c]));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   const __m512i two_n = _mm512_maskz_slli_epi32(
       kAll16, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(kAll16, n), _mm512_set1_epi32(127)), 23);
@@ -2710,10 +2715,6 @@ inline void kronecker(const float *z, const float *wa, const float *wb, int64_t 
 /// Scratch floats kron_mlp needs: cond, and two ping-pong buffers, n each.
 inline int64_t kron_mlp_scratch_floats(int64_t n) { return 3 * n; }
 
-/// needle.kron_mlp on x1 [d_model] into out [d_model], exactly reference::kronMlp:
-///   m = zc(x1; norm); cond = 1 + softmax(cond_vᵀ m) · cond_u; z = pad(m, n)
-///   z = K_1(d1 ⊙ z)[p1]; z = K_2(silu(d2 ⊙ cond ⊙ z + b2))[p2]; z = K_3(d3 ⊙ z); out = (d4 ⊙ z)[:D]
-/// Scratch: kron_mlp_scratch_floats(n) = 3n floats. out may equal x1 (x1 is read only first).
 /// kron_mlp's mix before its softmax: mix[j] = Σ_i cond_v[i·8 + j]·m[i] (cond_v [d][8]: row i
 /// scales m[i]), the rows i in 4 interleaved partial sums (by i % 4) added pairwise at the end,
 /// so 4 chains of FMAs wait out each other's latency instead of one chain d long.
@@ -2798,6 +2799,11 @@ inline void kron_mlp_with(const KronMlp &w, const float *x1, float eps, float *s
     out[i] = w.d4[i] * a[i];
 }
 
+/// needle.kron_mlp on x1 [d_model] into out [d_model], reference::kronMlp's steps (its sums in
+/// other orders, within float rounding of it):
+///   m = zc(x1; norm); cond = 1 + softmax(cond_vᵀ m) · cond_u; z = pad(m, n)
+///   z = K_1(d1 ⊙ z)[p1]; z = K_2(silu(d2 ⊙ cond ⊙ z + b2))[p2]; z = K_3(d3 ⊙ z); out = (d4 ⊙ z)[:D]
+/// Scratch: kron_mlp_scratch_floats(n) = 3n floats. out may equal x1 (x1 is read only first).
 inline void kron_mlp(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
   kron_mlp_with(w, x1, eps, scratch, out, kronecker, silu_in_place);
 }

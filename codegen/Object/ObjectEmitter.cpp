@@ -282,8 +282,8 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
 }
 
 /// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_dword_matmul_avx512, cqlut_exact_matmul_avx512,
-/// cqx8_matmul_avx512, attention_avx512, kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F besides the AVX2
-/// kernels' features).
+/// cqx8_matmul_avx512, attention_avx512, hadamard_avx512, kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F
+/// besides the AVX2 kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
