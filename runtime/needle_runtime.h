@@ -1793,9 +1793,13 @@ inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *co
   const int64_t groups = cq_groups(cols);
   const uint8_t *p = packed + row * cq_row_bytes(cols, bits);
   for (int64_t g = 0; g < groups; ++g) {
+    // The group's codebook times its norm, then its bytes decoded a whole byte (or 3-byte run) at a
+    // time: cq_index per value divided by 8 / bits, a run-time divisor, and took 1.5% of a step.
     const float n16 = half_to_float(norms[row * groups + g]);
-    for (int64_t i = 0; i < cq_group; ++i)
-      out[g * cq_group + i] = codebook[cq_index(p, bits, g * cq_group + i)] * n16;
+    float scaled[16];
+    for (int c = 0; c < (1 << bits); ++c)
+      scaled[c] = codebook[c] * n16;
+    cq_group_decode(p + g * 16 * bits, bits, scaled, out + g * cq_group, 1);
   }
 }
 
