@@ -155,18 +155,6 @@ inline void hadamard_portable(const float *in, int64_t n, int64_t group, float *
     fwht(out + g, group);
 }
 
-/// Index k of a packed CQ row: 2/4 bits little-endian within a byte; 3 bits as runs of 8
-/// indices in 3 bytes read as a little-endian 24-bit word, index 8i+j at bits 3j..3j+2.
-inline unsigned cq_index(const uint8_t *row, int bits, int64_t k) {
-  if (bits == 3) {
-    const uint8_t *run = row + (k / 8) * 3;
-    const uint32_t word = run[0] | (static_cast<uint32_t>(run[1]) << 8) | (static_cast<uint32_t>(run[2]) << 16);
-    return (word >> (3 * (k % 8))) & 7u;
-  }
-  const int per_byte = 8 / bits;
-  return (row[k / per_byte] >> (bits * (k % per_byte))) & ((1u << bits) - 1u);
-}
-
 /// Σ_i c[idx_i] x[i] over one group of 128 indices packed at `bits` = 2, 3 or 4 (16·bits bytes),
 /// decoding a whole byte (2, 4 bits) or 3-byte run (3 bits) at a time, into four accumulators.
 inline float cq_group_dot(const uint8_t *p, int bits, const float *c, const float *x) {
@@ -319,29 +307,47 @@ inline void cq_matvec_in(const Layout &layout, const uint8_t *packed, const uint
   }
 }
 
-/// acc[r] = Σ_i w[i][r] x[i] for 8 rows at once: with GCC and Clang as two 4-float vectors (the
-/// compilers' own vectorizers shuffle this loop nest badly, and GCC lowers one 8-float vector
-/// through memory where vectors are 128 bits wide: SSE2, NEON, simd128; 5x slower there), else
-/// plainly.
-inline void rows8_dot(const float (*w)[8], const float *x, float *acc) {
+/// acc[r] = Σ_i w[i][r] x[i] over i < count for 8 rows at once, in kChains (1 or 4) partial sums
+/// (i % kChains over whole runs of kChains, the rest into the first) added pairwise at the end, so
+/// kChains chains of FMAs wait out each other's latency: with GCC and Clang each as two 4-float
+/// vectors (the compilers' own vectorizers shuffle this loop nest badly, and GCC lowers one 8-float
+/// vector through memory where vectors are 128 bits wide: SSE2, NEON, simd128; 5x slower there),
+/// else plainly.
+template <int kChains> inline void rows8_dots(const float (*w)[8], const float *x, int64_t count, float *acc) {
+  static_assert(kChains == 1 || kChains == 4, "partial sums added pairwise");
 #if defined(__GNUC__)
   typedef float f32x4 __attribute__((vector_size(16)));
-  f32x4 lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
-  for (int64_t i = 0; i < cq_group; ++i) {
+  f32x4 lo[kChains] = {}, hi[kChains] = {};
+  const auto add_row = [&](int k, int64_t i) {
     f32x4 a, b;
     std::memcpy(&a, w[i], sizeof a);
     std::memcpy(&b, w[i] + 4, sizeof b);
-    lo += a * x[i];
-    hi += b * x[i];
-  }
-  std::memcpy(acc, &lo, sizeof lo);
-  std::memcpy(acc + 4, &hi, sizeof hi);
+    lo[k] += a * x[i];
+    hi[k] += b * x[i];
+  };
 #else
-  for (int64_t r = 0; r < 8; ++r)
-    acc[r] = 0.0f;
-  for (int64_t i = 0; i < cq_group; ++i)
-    for (int64_t r = 0; r < 8; ++r)
-      acc[r] += w[i][r] * x[i];
+  float part[kChains][8] = {};
+  const auto add_row = [&](int k, int64_t i) {
+    for (int r = 0; r < 8; ++r)
+      part[k][r] += w[i][r] * x[i];
+  };
+#endif
+  int64_t i = 0;
+  for (; i + kChains <= count; i += kChains)
+    for (int k = 0; k < kChains; ++k)
+      add_row(k, i + k);
+  for (; i < count; ++i)
+    add_row(0, i);
+#if defined(__GNUC__)
+  if constexpr (kChains == 4) {
+    lo[0] = (lo[0] + lo[1]) + (lo[2] + lo[3]);
+    hi[0] = (hi[0] + hi[1]) + (hi[2] + hi[3]);
+  }
+  std::memcpy(acc, &lo[0], sizeof lo[0]);
+  std::memcpy(acc + 4, &hi[0], sizeof hi[0]);
+#else
+  for (int r = 0; r < 8; ++r)
+    acc[r] = kChains == 4 ? (part[0][r] + part[1][r]) + (part[2][r] + part[3][r]) : part[0][r];
 #endif
 }
 
@@ -371,7 +377,7 @@ inline void cq_matmul_in(const Layout &layout, const uint8_t *packed, const uint
             w[i][r] = 0.0f;
       }
       for (int64_t j = 0; j < n; ++j) {
-        rows8_dot(w, x_rot + j * stride + g * cq_group, acc);
+        rows8_dots<1>(w, x_rot + j * stride + g * cq_group, cq_group, acc);
         for (int64_t r = 0; r < count; ++r)
           y[j * stride + r0 + r] += scale[r] * acc[r];
       }
@@ -1320,21 +1326,31 @@ template <int kHalf> NEEDLE_RT_AVX512 inline __m256 avx512_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xFF, _mm512_castps_pd(v), kHalf));
 }
 
+/// The lanes of a vector below `live` (0..16): avx2_first_lanes' mask for 16 lanes.
+inline __mmask16 avx512_first_lanes(int64_t live) { return static_cast<__mmask16>((1u << live) - 1); }
+
 /// A CQ2 group's pair tables as cq2_exact_tile_avx512 and cq2_dword_group_avx512 read them: unit u's 16 float entries
 /// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cq2_pair_tables_avx512). 4 KB per group.
 using Cq2PairTables = float[64 * 16];
 
+/// A CQ2 codebook as cq2_pair_tables_avx512 takes it: entry k's c[k & 3] (first) and c[k >> 2]
+/// (second), k = 0..15.
+struct Cq2PairCodebook {
+  __m512 first, second;
+};
+NEEDLE_RT_AVX512 inline Cq2PairCodebook cq2_pair_codebook_avx512(const float *c) {
+  return {
+      _mm512_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]),
+      _mm512_setr_ps(c[0], c[0], c[0], c[0], c[1], c[1], c[1], c[1], c[2], c[2], c[2], c[2], c[3], c[3], c[3], c[3])};
+}
+
 /// A group's pair tables from its 128 inputs x, a unit's 16 entries in one vector: a product, a
 /// product and a sum, the arithmetic of cqlut_entries_avx2 (half the vector operations of building
 /// them 8 at a time, which cost some 5% of the kernels' uops).
-NEEDLE_RT_AVX512 inline void cq2_pair_tables_avx512(const float *c, const float *x, float *tables) {
-  const __m512 first = _mm512_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0],
-                                      c[1], c[2], c[3]); // c[k & 3]
-  const __m512 second = _mm512_setr_ps(c[0], c[0], c[0], c[0], c[1], c[1], c[1], c[1], c[2], c[2], c[2], c[2], c[3],
-                                       c[3], c[3], c[3]); // c[k >> 2]
+NEEDLE_RT_AVX512 inline void cq2_pair_tables_avx512(const Cq2PairCodebook &c, const float *x, float *tables) {
   for (int u = 0; u < 64; ++u)
-    _mm512_store_ps(tables + 16 * u, _mm512_add_ps(_mm512_mul_ps(first, _mm512_set1_ps(x[2 * u])),
-                                                   _mm512_mul_ps(second, _mm512_set1_ps(x[2 * u + 1]))));
+    _mm512_store_ps(tables + 16 * u, _mm512_add_ps(_mm512_mul_ps(c.first, _mm512_set1_ps(x[2 * u])),
+                                                   _mm512_mul_ps(c.second, _mm512_set1_ps(x[2 * u + 1]))));
 }
 
 /// One token's sums of one CqLut16 tile (16 CQ2 rows) over a block of `count` groups, in float:
@@ -1372,12 +1388,13 @@ NEEDLE_RT_AVX512 inline void cq2_pair_table_matvec(const uint8_t *packed, const 
                                                    int64_t rows, int64_t groups, const float *x_rot, float *y,
                                                    Tile tile) {
   alignas(64) Cq2PairTables tables[CqLut16::block];
+  const Cq2PairCodebook c = cq2_pair_codebook_avx512(codebook);
   const int64_t end = CqLut16::tiles(rows) * groups; // in tile groups
   cqlut_each_tile<1>(
       rows, groups, y, 0,
       [&](int64_t g0, int64_t count) {
         for (int64_t i = 0; i < count; ++i)
-          cq2_pair_tables_avx512(codebook, x_rot + (g0 + i) * cq_group, tables[i]);
+          cq2_pair_tables_avx512(c, x_rot + (g0 + i) * cq_group, tables[i]);
       },
       [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
         tile(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables, at + count == end,
@@ -1797,7 +1814,7 @@ inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *co
   const uint8_t *p = packed + row * cq_row_bytes(cols, bits);
   for (int64_t g = 0; g < groups; ++g) {
     // The group's codebook times its norm, then its bytes decoded a whole byte (or 3-byte run) at a
-    // time: cq_index per value divided by 8 / bits, a run-time divisor, and took 1.5% of a step.
+    // time (an index at a time divided by 8 / bits, a run-time divisor: 1.5% of a step).
     const float n16 = half_to_float(norms[row * groups + g]);
     float scaled[16];
     for (int c = 0; c < (1 << bits); ++c)
@@ -2507,8 +2524,7 @@ NEEDLE_RT_AVX512 inline float attention_softmax_avx512(float *scores, int64_t co
   for (; i + 16 <= count; i += 16)
     top = _mm512_maskz_max_ps(kAll16, top, _mm512_loadu_ps(scores + i));
   if (i < count) // lanes past count keep top
-    top = _mm512_maskz_max_ps(kAll16, top,
-                              _mm512_mask_loadu_ps(top, static_cast<__mmask16>((1u << (count - i)) - 1), scores + i));
+    top = _mm512_maskz_max_ps(kAll16, top, _mm512_mask_loadu_ps(top, avx512_first_lanes(count - i), scores + i));
   const float largest = avx2_lane_max(_mm256_max_ps(avx512_half<0>(top), avx512_half<1>(top)));
   const __m512 factor = _mm512_set1_ps(scale), shift = _mm512_mul_ps(_mm512_set1_ps(largest), factor);
   __m256 sum = _mm256_setzero_ps();
@@ -2592,7 +2608,7 @@ struct AttentionAvx512 {
       attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
     if (i < slots)
       attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride,
-                                              static_cast<__mmask16>((1u << (slots - i)) - 1));
+                                              avx512_first_lanes(slots - i));
   }
   template <int kHeads>
   NEEDLE_RT_AVX512 static void values(const float *scores, int64_t count, const float *v, int64_t v_width,
@@ -2722,37 +2738,6 @@ inline void kronecker(const float *z, const float *wa, const float *wb, int64_t 
 /// Scratch floats kron_mlp needs: cond, and two ping-pong buffers, n each.
 inline int64_t kron_mlp_scratch_floats(int64_t n) { return 3 * n; }
 
-/// kron_mlp's mix before its softmax: mix[j] = Σ_i cond_v[i·8 + j]·m[i] (cond_v [d][8]: row i
-/// scales m[i]), the rows i in 4 interleaved partial sums (by i % 4) added pairwise at the end,
-/// so 4 chains of FMAs wait out each other's latency instead of one chain d long.
-/// With GCC and Clang a row is one 8-float vector (left to themselves, their vectorizers transpose
-/// the partial sums at every step); otherwise the same sums as f32 arrays.
-inline void kron_mlp_mix(const float *cond_v, const float *m, int64_t d, float (&mix)[8]) {
-#if defined(__GNUC__)
-  typedef float f32x8 __attribute__((vector_size(32)));
-  f32x8 part[4] = {};
-  const auto add_row = [&](int k, int64_t i) {
-    f32x8 row;
-    std::memcpy(&row, cond_v + i * 8, sizeof row);
-    part[k] += row * m[i];
-  };
-#else
-  float part[4][8] = {};
-  const auto add_row = [&](int k, int64_t i) {
-    for (int j = 0; j < 8; ++j)
-      part[k][j] += cond_v[i * 8 + j] * m[i];
-  };
-#endif
-  int64_t i = 0;
-  for (; i + 4 <= d; i += 4)
-    for (int k = 0; k < 4; ++k)
-      add_row(k, i + k);
-  for (; i < d; ++i)
-    add_row(0, i);
-  for (int j = 0; j < 8; ++j)
-    mix[j] = (part[0][j] + part[1][j]) + (part[2][j] + part[3][j]);
-}
-
 /// kron_mlp's first part: m = zc(x1; norm) padded to n into z, and cond (n floats each).
 inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, float *cond, float *z) {
   const int64_t D = w.d_model, n = w.n;
@@ -2760,8 +2745,10 @@ inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, flo
   zc_norm(x1, w.norm, D, 1, eps, a);
   for (int64_t i = D; i < n; ++i)
     a[i] = 0.0f;
+  // mix = softmax over 8 of cond_vᵀ m (cond_v is [D][8]: row i scales m[i]), in 4 partial sums: one
+  // chain of D FMAs per column was this MLP's latency.
   float mix[8];
-  kron_mlp_mix(w.cond_v, a, D, mix);
+  rows8_dots<4>(reinterpret_cast<const float(*)[8]>(w.cond_v), a, D, mix);
   float top = mix[0], sum = 0.0f;
   for (int j = 1; j < 8; ++j)
     top = mix[j] > top ? mix[j] : top;
@@ -2929,8 +2916,8 @@ NEEDLE_RT_AVX512 inline void avx512_combine_all_rows(const float *coef, int64_t 
 /// floats, 16 lanes at a time.
 NEEDLE_RT_AVX512 inline void kronecker_avx512(const float *z, const float *wa, const float *wb, int64_t ba, int64_t bb,
                                               float *tmp, float *out) {
-  if (bb % 16 != 0)
-    return kronecker_avx2(z, wa, wb, ba, bb, tmp, out);
+  if (bb % 16 != 0) // kronecker_avx2's widths too
+    return kronecker(z, wa, wb, ba, bb, tmp, out);
   if (bb % 32 == 0) {
     avx512_combine_all_rows<2>(z, bb, 1, wb, bb, ba, bb, tmp);
     avx512_combine_all_rows<2>(wa, 1, ba, tmp, ba, ba, bb, out);

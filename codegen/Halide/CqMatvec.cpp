@@ -18,7 +18,8 @@ Expr codebookAt(const Expr &index, const std::vector<float> &codebook) {
   return value;
 }
 
-/// The index of column k of a tile's rows (lane), as cq_index reads a packed row.
+/// The index of column k of a tile's rows (lane), as a packed row holds it (spec/cq.md;
+/// needle_rt::cq_group_decode).
 Expr indexAt(const ImageParam &packed, const Expr &lane, const Expr &k, const Expr &t, int bits) {
   if (bits == 3) {
     const Expr byte = (k / 8) * 3;

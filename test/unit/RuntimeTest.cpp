@@ -172,16 +172,19 @@ struct CqMatrix {
   }
 };
 
-TEST(Runtime, CqIndexFollowsThePackedLayout) {
+TEST(Runtime, CqGroupDecodeFollowsThePackedLayout) {
+  const float identity[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}; // c[i] = i
   for (int bits : {2, 3, 4}) {
     std::vector<uint8_t> indices(256);
     for (size_t i = 0; i < indices.size(); ++i)
       indices[i] = static_cast<uint8_t>((i * 11 + i / 5) % (1u << bits));
     std::vector<uint8_t> packed(indices.size() * bits / 8);
     cq::packIndices(indices, bits, packed.data());
+    Vec decoded(indices.size());
+    for (int64_t g = 0; g < 2; ++g)
+      needle_rt::cq_group_decode(packed.data() + g * 16 * bits, bits, identity, decoded.data() + g * 128, 1);
     for (size_t k = 0; k < indices.size(); ++k)
-      ASSERT_EQ(needle_rt::cq_index(packed.data(), bits, static_cast<int64_t>(k)), indices[k])
-          << bits << " bits, k=" << k;
+      ASSERT_EQ(decoded[k], indices[k]) << bits << " bits, k=" << k;
   }
 }
 
