@@ -5,8 +5,9 @@
 # and timed through the C interface (best of 3: a 128-token prefill in one feed, then 64 tokens
 # decoded one at a time; and the best of 3 rounds, below), beside the two rooflines: CQ bytes a
 # token streams (needle-bench's accounting) over the read bandwidth measured, in this run's best
-# round, at the model's working set and at DRAM size (512 MiB). Prints markdown tables
-# (docs/performance.md), and depth 8 at a 2000-token context. Needs a build (scripts/build.sh).
+# round, at the model's working set and at DRAM size (512 MiB), and the CPU's vector throughput
+# (the exact CQ2 kernel's compute bound). Prints markdown tables (docs/performance.md), and depth
+# 8 at a 2000-token context. Needs a build (scripts/build.sh).
 # Timing only: this is not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,12 +52,13 @@ for depth in 2 8 20; do
 done
 
 # Timing in rounds (NEEDLE_BENCH_ROUNDS, 3 by default), each the read bandwidth at the working
-# sets and every model's run: this machine's speed drifts over seconds (other tenants), so each
-# figure is its best round, the bandwidth too, and a ratio compares two figures of a quiet moment.
+# sets, the vector throughput and every model's run: this machine's speed drifts over seconds
+# (other tenants), so each figure is its best round, the bandwidth too, and a ratio compares two
+# figures of a quiet moment.
 rm -f "$work"/bandwidth*.json
 : >"$work/runs.txt"
 for round in $(seq "$rounds"); do
-  build/test/bench/needle-bench --benchmark_filter='BM_ReadBandwidth' \
+  build/test/bench/needle-bench --benchmark_filter='BM_ReadBandwidth|BM_VectorThroughput' \
     --benchmark_out="$work/bandwidth$round.json" --benchmark_out_format=json >/dev/null
   for depth in 2 8 20; do
     for name in cpp obj fast; do
@@ -77,9 +79,13 @@ rounds = [json.load(open(path))["benchmarks"] for path in sys.argv[5:]]
 NAMES = {"cpp": "C++ (g++ -O2 -march=native)", "obj": "object (--target host)",
          "fast": "object, fast (--activations int8)"}
 bandwidth = {}  # MiB -> the best round's read bytes/s
+vector_ops = 0  # the best round's zmm operations/s (0: no AVX-512F here)
 for figure in (b for run in rounds for b in run):
-    size = int(figure["name"].split("/")[1])
-    bandwidth[size] = max(bandwidth.get(size, 0), figure["read bytes/s"])
+    if figure["name"].startswith("BM_ReadBandwidth/"):
+        size = int(figure["name"].split("/")[1])
+        bandwidth[size] = max(bandwidth.get(size, 0), figure["read bytes/s"])
+    else:
+        vector_ops = max(vector_ops, figure.get("vector ops/s", 0))
 compile_ms = {(int(d), name): int(ms) for d, name, ms in (line.split() for line in open(sys.argv[4]))}
 best = {}  # (depth, backend) -> [prefill, decode, arena, heads]: the best round's of each
 for line in open(sys.argv[2]):
@@ -89,7 +95,12 @@ for line in open(sys.argv[2]):
     best[key] = [max(was[0], now[0]), max(was[1], now[1]), now[2], min(was[3], now[3])]
 bytes_per_token = {int(b["name"].split("/")[1]): b["CQ bytes/token"] for b in figures
                    if b["name"].startswith("BM_ReferenceDecode")}
+cpu = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in open("/proc/cpuinfo")) if v}
+print(f"CPU: {cpu.get('model name', '?')} (family {cpu.get('cpu family', '?')}, model {cpu.get('model', '?')})")
 print("read bandwidth: " + ", ".join(f"{size} MiB {bw / 1e9:.1f} GB/s" for size, bw in sorted(bandwidth.items())))
+if vector_ops:  # the exact CQ2 kernel on AVX-512 issues 20 such operations per 64 bytes of codes
+    print(f"vector throughput: {vector_ops / 1e9:.1f} G zmm ops/s (vpermps and vaddps): the exact CQ2 kernel's "
+          f"compute bound, at 20 a 64-byte chunk, is {vector_ops * 64 / 20 / 1e9:.1f} GB/s of codes")
 print()
 print("| depth | backend | compile | prefill 128 tok/s | decode tok/s | CQ bytes/token | working-set roofline | decode / it | DRAM roofline | decode / it | heads (confidence + embedding, asked) |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")

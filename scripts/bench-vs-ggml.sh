@@ -73,4 +73,4 @@ for rows, cols, bits, n in sorted({k[:4] for k in ours if k[:2] != (4096, 14336)
           f"{micro(best(f, v))} |")
 EOF
 echo
-bash scripts/bench-backends.sh | sed -n '/^read bandwidth/,$p'
+bash scripts/bench-backends.sh | sed -n '/^CPU:/,$p'

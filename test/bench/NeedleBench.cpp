@@ -1,5 +1,6 @@
 // needle-bench: what needlec's numbers are made of, measured (Google Benchmark).
-//   - memory bandwidth of this machine: the roofline every decode is held against;
+//   - memory bandwidth of this machine: the roofline every decode is held against, and its
+//     vector throughput (the exact CQ2 kernel's compute bound);
 //   - reference-interpreter decode at depths 2, 8 and 20 of the needle3 preset, with the bytes a
 //     compiled model must stream per token and the tokens/s that bandwidth would allow;
 //   - the runtime's CQ and attention kernels, portable and AVX2;
@@ -118,6 +119,49 @@ const char *kernelUnavailable(int64_t choice) {
   return choice == 2 && !__builtin_cpu_supports("avx512f") ? "this CPU lacks AVX-512F" : nullptr;
 #else
   return "the AVX2 and AVX-512 kernels are x86-64's";
+#endif
+}
+
+#if NEEDLE_RT_X86_KERNELS
+/// `passes` passes of 12 zmm vpermps and 12 zmm vaddps, each in a chain of its own (enough
+/// chains to hide their latency on every x86 core measured), into `out`.
+NEEDLE_RT_AVX512 void permutesAndAdds(int64_t passes, float *out) {
+  constexpr int kChains = 12;
+  __m512 perm[kChains], sum[kChains];
+  const __m512i lanes = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0);
+  const __m512 step = _mm512_set1_ps(0.5f);
+  for (int c = 0; c < kChains; ++c)
+    perm[c] = sum[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int64_t p = 0; p < passes; ++p)
+#pragma GCC unroll 12
+    for (int c = 0; c < kChains; ++c) {
+      perm[c] = _mm512_permutexvar_ps(lanes, perm[c]);
+      sum[c] = _mm512_add_ps(sum[c], step);
+    }
+  __m512 all = _mm512_setzero_ps();
+  for (int c = 0; c < kChains; ++c)
+    all = _mm512_add_ps(all, _mm512_add_ps(perm[c], sum[c]));
+  _mm512_storeu_ps(out, all);
+}
+#endif
+
+/// This core's vector arithmetic: zmm vpermps and vaddps, one of each at a time, the two
+/// operations the exact CQ2 kernel on AVX-512 spends its time in (8 of each and 4 shifts per 64
+/// bytes of codes). Reports vector operations/s, the kernel's compute roofline beside the read
+/// bandwidth's: x86 cores differ here by 2x (Zen 4 splits a zmm operation over its 256-bit pipes;
+/// Zen 5 and Sapphire Rapids do not), and this machine's CPU changes between sessions.
+void BM_VectorThroughput(benchmark::State &state) {
+  if (const char *why = kernelUnavailable(2))
+    return state.SkipWithError(why);
+#if NEEDLE_RT_X86_KERNELS
+  constexpr int64_t passes = 1 << 16;
+  alignas(64) float out[16];
+  for (auto _ : state) {
+    permutesAndAdds(passes, out);
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["vector ops/s"] =
+      benchmark::Counter(24.0 * passes * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 #endif
 }
 
@@ -263,6 +307,7 @@ void BM_CompileSliceAndWrite(benchmark::State &state) {
 
 BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReadBandwidth)->Arg(8)->Arg(16)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VectorThroughput)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_RuntimeCq)
     ->ArgNames({"rows", "cols", "bits", "n", "kernel"})
