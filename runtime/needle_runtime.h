@@ -422,7 +422,7 @@ struct CqLut16 {
 };
 
 /// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
-/// the object's exact CQ2 layout for AVX-512F (cqlut_exact_dword_matmul_avx512).
+/// the object's exact CQ2 and CQ4 layout for AVX-512F (cqlut_exact_dword_matmul_avx512).
 /// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
 /// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
 /// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
@@ -1463,88 +1463,113 @@ NEEDLE_RT_AVX512 inline void cq2_exact_dword_tile_avx512(const uint8_t *tile, co
   _mm512_storeu_ps(out, rows);
 }
 
-/// The exact mode's CQ2 needle.cq_matmul with AVX-512F on CqLutDword, token by token (the object
-/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature; `bits` is 2).
+/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C): CQ2 as cqlut_exact_matmul_avx2's, a
+/// token alone on cq2_exact_matvec_avx512; CQ4, which needlec lays as CqLutDword for
+/// cqlut_exact_dword_matmul_avx512 instead, in plain C++.
+NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                       const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                       const float *x_rot, float *y, int64_t stride, int64_t n) {
+  cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+}
+
+/// One CqLutDword tile group's CQ4 sums (before their norms) for kTokens tokens, added into s
+/// (x the group's inputs, token j's j·stride floats on): per 64-byte chunk, each of a row's 4
+/// bytes brought to its lane's low byte by a load b bytes on (cq2_dword_group_avx512's), its low
+/// nibble's codebook entries looked up for the 16 rows by one vpermps and its high nibble's after
+/// a shift, each times its unit's input (broadcast: a table per unit would cost a load more), once
+/// per token. 2 lookups and a shift per 32 weights however many tokens, where CqLut16 took a
+/// widening more (1.1x one token, 2x 16, on Zen 4). kInside as cq2_dword_group_avx512's.
+template <bool kInside, int kTokens, int kChains>
+NEEDLE_RT_AVX512 inline void cq4_dword_group_avx512(const uint8_t *group, __m512 codebook, const float *x,
+                                                    int64_t stride, __m512 (&s)[kTokens][kChains]) {
+  for (int m = 0; m < 16; ++m) {
+    const uint8_t *chunk = group + 64 * m;
+#pragma GCC unroll 4
+    for (int b = 0; b < 4; ++b) { // byte b of a lane: units 8m + b (low nibble) and 8m + 4 + b (high)
+      __m512i codes =
+          kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
+      asm("" : "+v"(codes)); // one load of the codes, as in cq2_dword_group_avx512
+      const __m512 low = _mm512_maskz_permutexvar_ps(kAll16, codes, codebook),
+                   high = _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), codebook);
+#pragma GCC unroll 4
+      for (int j = 0; j < kTokens; ++j) {
+        const float *xj = x + j * stride + 8 * m + b;
+        __m512 &a0 = s[j][(2 * b) % kChains], &a1 = s[j][(2 * b + 1) % kChains];
+        a0 = _mm512_fmadd_ps(low, _mm512_set1_ps(xj[0]), a0);
+        a1 = _mm512_fmadd_ps(high, _mm512_set1_ps(xj[4]), a1);
+      }
+    }
+  }
+}
+
+/// kTokens tokens' sums of one CqLutDword tile (16 CQ4 rows) over a block of `count` groups (x at
+/// the block): per group, cq4_dword_group_avx512's sums scaled by the rows' norms. A token's
+/// chains: 8 alone (two FMA pipes of 4 cycles' latency), 4 in a run. `ends_matrix`: the block's
+/// last group is the matrix's.
+template <int kTokens>
+NEEDLE_RT_AVX512 inline void cq4_exact_dword_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                                         const float *codebook, const float *x, int64_t stride,
+                                                         bool ends_matrix, float (*out)[CqLut16::tile]) {
+  constexpr int kChains = kTokens == 1 ? 8 : 4;
+  const __m512 c = _mm512_loadu_ps(codebook);
+  __m512 rows[kTokens];
+  for (int j = 0; j < kTokens; ++j)
+    rows[j] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(4), x += cq_group) {
+    __m512 s[kTokens][kChains];
+    for (int j = 0; j < kTokens; ++j)
+      for (int k = 0; k < kChains; ++k)
+        s[j][k] = _mm512_setzero_ps();
+    if (ends_matrix && g == count - 1)
+      cq4_dword_group_avx512<false>(tile, c, x, stride, s);
+    else
+      cq4_dword_group_avx512<true>(tile, c, x, stride, s);
+    const __m512 n =
+        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+    for (int j = 0; j < kTokens; ++j) {
+      __m512 sum = _mm512_add_ps(_mm512_add_ps(s[j][0], s[j][1]), _mm512_add_ps(s[j][2], s[j][3]));
+      if constexpr (kChains == 8)
+        sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(s[j][4], s[j][5]), _mm512_add_ps(s[j][6], s[j][7])));
+      rows[j] = _mm512_fmadd_ps(sum, n, rows[j]);
+    }
+  }
+  for (int j = 0; j < kTokens; ++j)
+    _mm512_storeu_ps(out[j], rows[j]);
+}
+
+/// kTokens tokens of a CQ4 cqlut_exact_dword_matmul_avx512: every tile's sums over each block, its
+/// weights read once for the tokens.
+template <int kTokens>
+NEEDLE_RT_AVX512 inline void cq4_exact_dword_tokens_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                           const float *codebook, int64_t rows, int64_t groups,
+                                                           const float *x_rot, float *y, int64_t stride) {
+  const int64_t end = CqLut16::tiles(rows) * groups; // in tile groups
+  cqlut_each_tile<kTokens>(
+      rows, groups, y, stride, [](int64_t, int64_t) {},
+      [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
+        cq4_exact_dword_tile_avx512<kTokens>(packed + CqLut16::tile_group_bytes(4) * at, norms + CqLut16::tile * at,
+                                             count, codebook, x_rot + g0 * cq_group, stride, at + count == end, out);
+      });
+}
+
+/// The exact mode's needle.cq_matmul with AVX-512F on CqLutDword (the object backend's, where the
+/// CPU has AVX-512F: cqlut_matmul's signature): CQ2 token by token on pair tables, CQ4 in runs of
+/// up to 4 tokens on the codebook.
 NEEDLE_RT_AVX512 inline void cqlut_exact_dword_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                             const float *codebook, int, int64_t rows, int64_t cols,
-                                                             const float *x_rot, float *y, int64_t stride, int64_t n) {
+                                                             const float *codebook, int bits, int64_t rows,
+                                                             int64_t cols, const float *x_rot, float *y, int64_t stride,
+                                                             int64_t n) {
+  if (bits == 4)
+    return token_runs<4>(n, [&](auto tokens, int64_t j) {
+      cq4_exact_dword_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
+                                            y + j * stride, stride);
+    });
   for (int64_t j = 0; j < n; ++j)
     cq2_pair_table_matvec(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride,
                           [](const uint8_t *tile, const uint16_t *tile_norms, int64_t count,
                              const Cq2PairTables *tables, bool ends_matrix, float *out) {
                             cq2_exact_dword_tile_avx512(tile, tile_norms, count, tables, ends_matrix, out);
                           });
-}
-
-/// kTokens tokens' sums of one CqLut16 tile (16 CQ4 rows) over a block of `count` groups, in
-/// float (x at the block, token j's j·stride floats on): per 16 bytes of a chunk (16 rows' codes
-/// of two units, one per nibble), the bytes widened to 32 bits, each unit's codebook entries
-/// looked up for the 16 rows by one vpermps of the codebook (as cq2_exact_tile_avx512's), then
-/// times the unit's input, once per token; per group, the rows' sums scaled by their norms. A
-/// token's 4 chains are the unit's place in its chunk. 2 lookups, a widening and a shift per 32
-/// weights, however many tokens; a table per unit would cost a load more than the broadcast.
-template <int kTokens>
-NEEDLE_RT_AVX512 inline void cq4_exact_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                                   const float *codebook, const float *x, int64_t stride,
-                                                   float (*out)[CqLut16::tile]) {
-  const __m512 c = _mm512_loadu_ps(codebook);
-  __m512 rows[kTokens];
-  for (int j = 0; j < kTokens; ++j)
-    rows[j] = _mm512_setzero_ps();
-  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(4), x += cq_group) {
-    __m512 s[kTokens][4];
-    for (int j = 0; j < kTokens; ++j)
-      for (int k = 0; k < 4; ++k)
-        s[j][k] = _mm512_setzero_ps();
-    for (int q = 0; q < 32; ++q)
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) { // bytes 16h..16h+15: units 4q + h (low nibbles), 4q + 2 + h (high)
-        const __m512i codes = _mm512_maskz_cvtepu8_epi32(
-            kAll16, _mm_loadu_si128(reinterpret_cast<const __m128i *>(tile + 32 * q + 16 * h)));
-        const __m512 low = _mm512_maskz_permutexvar_ps(kAll16, codes, c),
-                     high = _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), c);
-        for (int j = 0; j < kTokens; ++j) {
-          const float *xj = x + j * stride + 4 * q + h;
-          s[j][h] = _mm512_fmadd_ps(low, _mm512_set1_ps(xj[0]), s[j][h]);
-          s[j][2 + h] = _mm512_fmadd_ps(high, _mm512_set1_ps(xj[2]), s[j][2 + h]);
-        }
-      }
-    const __m512 n =
-        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
-    for (int j = 0; j < kTokens; ++j)
-      rows[j] =
-          _mm512_fmadd_ps(_mm512_add_ps(_mm512_add_ps(s[j][0], s[j][1]), _mm512_add_ps(s[j][2], s[j][3])), n, rows[j]);
-  }
-  for (int j = 0; j < kTokens; ++j)
-    _mm512_storeu_ps(out[j], rows[j]);
-}
-
-/// kTokens tokens of a CQ4 cqlut_exact_matmul_avx512: every tile's sums over each block, its
-/// weights read once for the tokens.
-template <int kTokens>
-NEEDLE_RT_AVX512 inline void cq4_exact_tokens_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                     const float *codebook, int64_t rows, int64_t groups,
-                                                     const float *x_rot, float *y, int64_t stride) {
-  cqlut_each_tile<kTokens>(
-      rows, groups, y, stride, [](int64_t, int64_t) {},
-      [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
-        cq4_exact_tile_avx512<kTokens>(packed + CqLut16::tile_group_bytes(4) * at, norms + CqLut16::tile * at, count,
-                                       codebook, x_rot + g0 * cq_group, stride, out);
-      });
-}
-
-/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C). CQ2: a token alone on
-/// cq2_exact_matvec_avx512, batches as cqlut_exact_matmul_avx2's; CQ4: runs of up to 4 tokens
-/// on cq4_exact_tile_avx512.
-NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                       const float *codebook, int bits, int64_t rows, int64_t cols,
-                                                       const float *x_rot, float *y, int64_t stride, int64_t n) {
-  if (bits == 4)
-    return token_runs<4>(n, [&](auto tokens, int64_t j) {
-      cq4_exact_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
-                                      y + j * stride, stride);
-    });
-  cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 /// One CQ4 row's Σ over a block of `count` groups (CqX8) with AVX-512F, as 8 partial sums: per 16
@@ -1790,8 +1815,8 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 }
 
 /// The exact mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout
-/// (needlec lays CQ4 so only for an AVX-512 object): AVX-512 or AVX2 where the compiler targets
-/// it, else cqlut_exact_matmul_portable.
+/// (needlec lays only CQ2 so): AVX-512 or AVX2 where the compiler targets it, else
+/// cqlut_exact_matmul_portable.
 inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

@@ -138,7 +138,7 @@ NEEDLE_RT_AVX512 void permutesAndAdds(int64_t passes, float *out) {
   for (int64_t p = 0; p < passes; ++p)
 #pragma GCC unroll 12
     for (int c = 0; c < kChains; ++c) {
-      perm[c] = _mm512_permutexvar_ps(lanes, perm[c]);
+      perm[c] = _mm512_maskz_permutexvar_ps(needle_rt::kAll16, lanes, perm[c]); // maskz: GCC 12 warns of the plain one
       sum[c] = _mm512_add_ps(sum[c], step);
     }
   __m512 all = _mm512_setzero_ps();
@@ -173,8 +173,8 @@ void BM_VectorThroughput(benchmark::State &state) {
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
 /// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
 /// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
-/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2:
-/// cqlut_exact_dword_matmul_avx512 on CqLutDword; CQ4: cqlut_exact_matmul_avx512 on CqLut16); 4, the fast mode's kernel
+/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (cqlut_exact_dword_matmul_avx512 on
+/// CqLutDword); 4, the fast mode's kernel
 /// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword). Reports
 /// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
 /// pass).
@@ -189,8 +189,7 @@ void BM_RuntimeCq(benchmark::State &state) {
                        __builtin_cpu_supports("avx512vnni")))
     return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
-                      : choice == 3 && bits == 2 ? needle_rt::cqlut_exact_dword_matmul_avx512
-                      : choice == 3              ? needle_rt::cqlut_exact_matmul_avx512
+                      : choice == 3              ? needle_rt::cqlut_exact_dword_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
                       : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
                       : choice == 1              ? needle_rt::cqx8_matmul_avx2
@@ -206,7 +205,7 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
   const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
-  const bool dword = choice == 4 || (choice == 3 && bits == 2);
+  const bool dword = choice >= 3;
   const std::vector<uint8_t> packed = dword ? tileCqLutDword(m.indices.data(), rows, groups, bits)
                                       : lut ? tileCqLut16(m.indices.data(), rows, groups, bits)
                                       : x8  ? interleaveCqX8(m.indices.data(), rows, groups)
@@ -226,6 +225,46 @@ void BM_RuntimeCq(benchmark::State &state) {
   state.counters["weights/s"] = benchmark::Counter(iterations * rows * cols, benchmark::Counter::kIsRate);
   state.counters["CQ bytes/s"] = benchmark::Counter(iterations * bytes, benchmark::Counter::kIsRate);
   state.counters["GFLOPS"] = benchmark::Counter(iterations * 2e-9 * rows * cols * n, benchmark::Counter::kIsRate);
+}
+
+/// The CQ kernels as a decode step meets them: `count` copies of one rows x cols CQ2 matrix
+/// (codes, then norms, one after another in one buffer, as the object's weights lie) read one
+/// after another, each by its own call, with one input: a working set past the caches, streamed
+/// by small matrices. kernel: 3 the exact AVX-512 kernel, 4 the fast VNNI one.
+void BM_RuntimeCqStream(benchmark::State &state) {
+  const int64_t rows = state.range(0), cols = state.range(1), count = state.range(2), choice = state.range(3);
+#if NEEDLE_RT_X86_KERNELS
+  if (!(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+        __builtin_cpu_supports("avx512vnni")))
+    return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
+  const auto kernel = choice == 4 ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cqlut_exact_dword_matmul_avx512;
+  const std::vector<float> w = randomNormals(2, "bench", rows * cols, 0.02);
+  const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
+  const cq::Packed m = cq::quantize(w, rows, cols, 2, book, "bench");
+  const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
+  const std::vector<uint8_t> packed = tileCqLutDword(m.indices.data(), rows, groups, 2);
+  const std::vector<uint8_t> norms = blockCqLut16Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups);
+  const size_t codesBytes = (packed.size() + 63) / 64 * 64, bytes = codesBytes + (norms.size() + 63) / 64 * 64;
+  std::vector<uint8_t> weights(count * bytes + 64);
+  uint8_t *base = weights.data() + (64 - reinterpret_cast<uintptr_t>(weights.data()) % 64) % 64;
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(base + i * bytes, packed.data(), packed.size());
+    std::memcpy(base + i * bytes + codesBytes, norms.data(), norms.size());
+  }
+  std::vector<float> io = randomNormals(3, "x", stride, 1.0);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < count; ++i)
+      kernel(base + i * bytes, reinterpret_cast<const uint16_t *>(base + i * bytes + codesBytes), book.data(), 2, rows,
+             cols, io.data(), io.data() + stride - rows, stride, 1);
+    benchmark::DoNotOptimize(io.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["weights/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * count * rows * cols, benchmark::Counter::kIsRate);
+#else
+  (void)rows, (void)cols, (void)count, (void)choice;
+  state.SkipWithError("the AVX-512 kernels are x86-64's");
+#endif
 }
 
 // needle_rt::NAME_avx2 where `choice` is 1, NAME_avx512 where it is 2 (x86-64 only: check
@@ -347,6 +386,17 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({8192, 768, 4, 16, 2})
     ->Args({8192, 768, 4, 16, 3})
     ->Args({8192, 768, 4, 16, 4})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RuntimeCqStream)
+    ->ArgNames({"rows", "cols", "count", "kernel"})
+    ->Args({768, 768, 4, 3}) // in cache
+    ->Args({768, 768, 4, 4})
+    ->Args({768, 768, 80, 3}) // a depth-20 step's worth (12 MB of codes)
+    ->Args({768, 768, 80, 4})
+    ->Args({768, 768, 160, 3})
+    ->Args({768, 768, 160, 4})
+    ->Args({768, 768, 400, 3})
+    ->Args({768, 768, 400, 4})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RuntimeAttention)
     ->ArgNames({"count", "kernel"})

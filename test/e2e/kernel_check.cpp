@@ -1,9 +1,9 @@
 // The runtime's CQ matvec kernels on the target they are built for (natively, under qemu, under
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
-// as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2 and, with AVX-512,
-// CQ4, cqlut_exact_matmul, and CqX8 for CQ4 otherwise, cqx8_matmul: their AVX2 or AVX-512 code
-// when built for it, plain C++ otherwise; built for AVX-512, the object's CqLutDword for CQ2 and
+// as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
+// and CqX8 for CQ4, cqx8_matmul: their AVX2 or AVX-512 code when built for it, plain C++
+// otherwise; built for AVX-512, the object's CqLutDword for CQ2 and CQ4 and
 // cqlut_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4 bits, held to its
 // error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its CqLutDword layout and
 // cqlut_matmul_avx512vnni too). Odd rows (partial tiles of 16), partial and single groups,
@@ -200,12 +200,11 @@ int main() {
       check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random);
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-      // The object's kernels on CqLutDword (the C++ backend keeps CqLut16): the exact CQ2 one with
+      // The object's kernels on CqLutDword (the C++ backend keeps CqLut16): the exact one with
       // AVX-512F, and the fast one with VBMI and VNNI too.
       const std::vector<uint8_t> dword = needle::tileCqLutDword(m.packed.data(), m.rows, m.groups, bits);
-      if (bits == 2)
-        check("cqlut_exact_dword_matmul_avx512", needle_rt::cqlut_exact_dword_matmul_avx512, m, dword.data(),
-              tiledNorms.data(), shape[2], random);
+      check("cqlut_exact_dword_matmul_avx512", needle_rt::cqlut_exact_dword_matmul_avx512, m, dword.data(),
+            tiledNorms.data(), shape[2], random);
 #endif
 #if NEEDLE_CHECK_VNNI
       check("cqlut_matmul_avx512vnni", needle_rt::cqlut_matmul_avx512vnni, m, dword.data(), tiledNorms.data(), shape[2],

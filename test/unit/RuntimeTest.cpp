@@ -467,7 +467,7 @@ TEST(Runtime, CqLutDwordExactMatmulAvx512) {
   // CQ2 token by token on vpermps of the pair tables, the codes a load a byte on; a matrix's last
   // group read without a byte past it (the ASan build checks that).
   checkCq24Matmul(needle_rt::cqlut_exact_dword_matmul_avx512, CqLayout::CqLutDword, "cqlut_exact_dword_matmul_avx512",
-                  {2});
+                  {2, 4});
 }
 
 TEST(Runtime, CqLut16MatmulAvx2) {

@@ -382,7 +382,7 @@ TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
 
 TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
   // The object's chain on an AVX-512 VNNI CPU: the fast layout first, then the exact ones. A
-  // 64-row CQ4 matrix goes fast (CqLutDword), a 16-row one to CqLut16 in whole tiles, a 4-row one
+  // 64-row CQ4 matrix goes fast (CqLutDword), a 16-row one exact (CqLutDword) in whole tiles, a 4-row one
   // to CqX8, and a CQ2 one fast; each is re-laid once. The 64-row matrix is one that cq_row also
   // reads (the tied embedding): the fast kernel reads a copy, and its file bytes stay.
   KernelCall gather{"cq_row",
@@ -397,19 +397,19 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
   const std::vector<uint8_t> before = program.weights;
   useFastCqLayout(program, useCqLutDwordLayout, "cqlut_matmul_avx512vnni");
   useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
-  useCqLut16Layout(program, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
+  useCqLutDwordLayout(program, {4}, "cqlut_exact_dword_matmul_avx512", kWholeCqLutTiles);
   useCqX8Layout(program, "cqx8_matmul_avx512");
   const std::vector<KernelCall> &calls = program.step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_row");
   EXPECT_EQ(calls[1].kernel, "cqlut_matmul_avx512vnni");
-  EXPECT_EQ(calls[2].kernel, "cqlut_exact_matmul_avx512");
+  EXPECT_EQ(calls[2].kernel, "cqlut_exact_dword_matmul_avx512");
   EXPECT_EQ(calls[3].kernel, "cqx8_matmul_avx512");
   EXPECT_EQ(calls[4].kernel, "cqlut_matmul_avx512vnni");
   EXPECT_TRUE(std::equal(before.begin(), before.begin() + 4096, program.weights.begin())) << "cq_row's bytes";
   ASSERT_GE(calls[1].args[0].value, 6144);
   const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
   EXPECT_TRUE(std::equal(wide.begin(), wide.end(), program.weights.begin() + calls[1].args[0].value));
-  const std::vector<uint8_t> tile = tileCqLut16(before.data() + 4224, 16, 1, 4);
+  const std::vector<uint8_t> tile = tileCqLutDword(before.data() + 4224, 16, 1, 4);
   EXPECT_TRUE(std::equal(tile.begin(), tile.end(), program.weights.begin() + calls[2].args[0].value));
   const std::vector<uint8_t> x8 = interleaveCqX8(before.data() + 5280, 4, 1);
   EXPECT_TRUE(std::equal(x8.begin(), x8.end(), program.weights.begin() + calls[3].args[0].value));
@@ -432,8 +432,8 @@ TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
   EXPECT_TRUE(std::equal(before.begin() + 4096, before.begin() + 8192, program.weights.begin() + 4096));
 
   KernelProgram tiles = programOf({cqCall("cq_matvec", 0, 2048, 4, 32), cqCall("cq_matvec", 2112, 3200, 4, 17)}, 3264);
-  useCqLut16Layout(tiles, {4}, "cqlut_exact_matmul_avx512", kWholeCqLutTiles);
-  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cqlut_exact_matmul_avx512");
+  useCqLutDwordLayout(tiles, {4}, "cqlut_exact_dword_matmul_avx512", kWholeCqLutTiles);
+  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cqlut_exact_dword_matmul_avx512");
   EXPECT_EQ(tiles.step[0].calls[1].kernel, "cq_matvec");
 }
 
