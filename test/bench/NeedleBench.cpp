@@ -122,6 +122,25 @@ const char *kernelUnavailable(int64_t choice) {
 #endif
 }
 
+/// Why BM_RuntimeCq's kernel `choice` (0 portable, 1 and 2 AVX2, 3 AVX-512F, 4 AVX-512 VBMI and
+/// VNNI) cannot run here, or nullptr if it can.
+const char *cqKernelUnavailable(int64_t choice) {
+  if (const char *why = kernelUnavailable(choice >= 3 ? 2 : choice > 0 ? 1 : 0))
+    return why;
+#if NEEDLE_RT_X86_KERNELS
+  if (choice == 4 && !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+                       __builtin_cpu_supports("avx512vnni")))
+    return "this CPU lacks AVX-512 VBMI or VNNI";
+#endif
+  return nullptr;
+}
+
+/// The CQ benchmarks' matrix: rows x cols random weights quantized to `bits` by our quantizer on
+/// `codebook` (Needle's).
+cq::Packed benchCqMatrix(int64_t rows, int64_t cols, int bits, const std::vector<float> &codebook) {
+  return cq::quantize(randomNormals(2, "bench", rows * cols, 0.02), rows, cols, bits, codebook, "bench");
+}
+
 #if NEEDLE_RT_X86_KERNELS
 /// Chains of each operation permutesAndAdds runs: enough to hide their latency on every x86 core
 /// measured.
@@ -182,12 +201,9 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int64_t rows = state.range(0), cols = state.range(1), n = state.range(3);
   const int bits = static_cast<int>(state.range(2));
   const int64_t choice = state.range(4);
-#if NEEDLE_RT_X86_KERNELS
-  if (const char *why = kernelUnavailable(choice >= 3 ? 2 : choice > 0 ? 1 : 0))
+  if (const char *why = cqKernelUnavailable(choice))
     return state.SkipWithError(why);
-  if (choice == 4 && !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
-                       __builtin_cpu_supports("avx512vnni")))
-    return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
+#if NEEDLE_RT_X86_KERNELS
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
                       : choice == 3              ? needle_rt::cqlut_exact_dword_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
@@ -195,13 +211,10 @@ void BM_RuntimeCq(benchmark::State &state) {
                       : choice == 1              ? needle_rt::cqx8_matmul_avx2
                                                  : needle_rt::cq_matmul;
 #else
-  if (choice > 0)
-    return state.SkipWithError("the AVX2 kernels are x86-64's");
   const auto kernel = needle_rt::cq_matmul;
 #endif
-  const std::vector<float> w = randomNormals(2, "bench", rows * cols, 0.02);
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, bits);
-  const cq::Packed m = cq::quantize(w, rows, cols, bits, book, "bench");
+  const cq::Packed m = benchCqMatrix(rows, cols, bits, book);
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
   const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
@@ -232,15 +245,14 @@ void BM_RuntimeCq(benchmark::State &state) {
 /// after another, each by its own call, with one input: a working set past the caches, streamed
 /// by small matrices. kernel: 3 the exact AVX-512 kernel, 4 the fast VNNI one.
 void BM_RuntimeCqStream(benchmark::State &state) {
-  const int64_t rows = state.range(0), cols = state.range(1), count = state.range(2), choice = state.range(3);
+  if (const char *why = cqKernelUnavailable(state.range(3)))
+    return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
-  if (!(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
-        __builtin_cpu_supports("avx512vnni")))
-    return state.SkipWithError("this CPU lacks AVX-512 VBMI or VNNI");
-  const auto kernel = choice == 4 ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cqlut_exact_dword_matmul_avx512;
-  const std::vector<float> w = randomNormals(2, "bench", rows * cols, 0.02);
+  const int64_t rows = state.range(0), cols = state.range(1), count = state.range(2);
+  const auto kernel =
+      state.range(3) == 4 ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cqlut_exact_dword_matmul_avx512;
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
-  const cq::Packed m = cq::quantize(w, rows, cols, 2, book, "bench");
+  const cq::Packed m = benchCqMatrix(rows, cols, 2, book);
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const std::vector<uint8_t> packed = tileCqLutDword(m.indices.data(), rows, groups, 2);
   const std::vector<uint8_t> norms = blockCqLut16Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups);
@@ -261,10 +273,7 @@ void BM_RuntimeCqStream(benchmark::State &state) {
   }
   state.counters["weights/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * count * rows * cols, benchmark::Counter::kIsRate);
-#else
-  (void)rows, (void)cols, (void)count, (void)choice;
-  state.SkipWithError("the AVX-512 kernels are x86-64's");
-#endif
+#endif // elsewhere cqKernelUnavailable skipped it
 }
 
 // needle_rt::NAME_avx2 where `choice` is 1, NAME_avx512 where it is 2 (x86-64 only: check
