@@ -24,7 +24,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 using namespace needle;
@@ -142,49 +144,76 @@ cq::Packed benchCqMatrix(int64_t rows, int64_t cols, int bits, const std::vector
 }
 
 #if NEEDLE_RT_X86_KERNELS
-/// Chains of each operation permutesAndAdds runs: enough to hide their latency on every x86 core
-/// measured.
-constexpr int kChains = 12;
-
-/// `passes` passes of kChains zmm vpermps and kChains zmm vaddps, each in a chain of its own,
-/// into `out`.
-NEEDLE_RT_AVX512 void permutesAndAdds(int64_t passes, float *out) {
-  __m512 perm[kChains], sum[kChains];
+/// `passes` passes of zmm operations, each in a chain of its own (a chain's next operation is a
+/// pass later, past its latency): kPermutes vpermps, kAdds vaddps, kFmas vfmadd and kShifts vpsrld
+/// a pass, into `out`. The mix decides the rate where the operations share pipes (Zen 4's
+/// permutes with adds issue 1.5 a cycle, with adds and FMAs as well 2: docs/performance.md).
+template <int kPermutes, int kAdds, int kFmas, int kShifts>
+NEEDLE_RT_AVX512 void vectorMix(int64_t passes, float *out) {
+  // One more than asked: an array may not be empty (the spare is never touched).
+  __m512 perm[kPermutes + 1], sum[kAdds + 1], fma[kFmas + 1];
+  __m512i bits[kShifts + 1];
   const __m512i lanes = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0);
   const __m512 step = _mm512_set1_ps(0.5f);
-  for (int c = 0; c < kChains; ++c)
-    perm[c] = sum[c] = _mm512_set1_ps(static_cast<float>(c));
-  for (int64_t p = 0; p < passes; ++p)
-#pragma GCC unroll 12
-    for (int c = 0; c < kChains; ++c) {
-      perm[c] = _mm512_maskz_permutexvar_ps(needle_rt::kAll16, lanes, perm[c]); // maskz: GCC 12 warns of the plain one
+  std::fill(std::begin(perm), std::end(perm), step);
+  std::fill(std::begin(sum), std::end(sum), step);
+  std::fill(std::begin(fma), std::end(fma), step);
+  std::fill(std::begin(bits), std::end(bits), lanes);
+  for (int64_t p = 0; p < passes; ++p) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kPermutes; ++c) // maskz: GCC 12 warns of the plain one
+      perm[c] = _mm512_maskz_permutexvar_ps(needle_rt::kAll16, lanes, perm[c]);
+#pragma GCC unroll 16
+    for (int c = 0; c < kAdds; ++c)
       sum[c] = _mm512_add_ps(sum[c], step);
-    }
+#pragma GCC unroll 16
+    for (int c = 0; c < kFmas; ++c) // x·0.5 + 0.5 stays near 1
+      fma[c] = _mm512_fmadd_ps(fma[c], step, step);
+#pragma GCC unroll 16
+    for (int c = 0; c < kShifts; ++c)
+      bits[c] = _mm512_maskz_srli_epi32(needle_rt::kAll16, bits[c], 1);
+  }
   __m512 all = _mm512_setzero_ps();
-  for (int c = 0; c < kChains; ++c)
-    all = _mm512_add_ps(all, _mm512_add_ps(perm[c], sum[c]));
+  for (int c = 0; c < kPermutes; ++c)
+    all = _mm512_add_ps(all, perm[c]);
+  for (int c = 0; c < kAdds; ++c)
+    all = _mm512_add_ps(all, sum[c]);
+  for (int c = 0; c < kFmas; ++c)
+    all = _mm512_add_ps(all, fma[c]);
+  for (int c = 0; c < kShifts; ++c)
+    all = _mm512_add_ps(all, _mm512_castsi512_ps(bits[c]));
   _mm512_storeu_ps(out, all);
 }
 #endif
 
-/// This core's vector arithmetic: zmm vpermps and vaddps in equal numbers, the two
-/// operations the exact CQ2 kernel on AVX-512 spends its time in (8 of each and 4 shifts per 64
-/// bytes of codes). Reports vector operations/s, the kernel's compute roofline beside the read
-/// bandwidth's: x86 cores differ here by 2x (Zen 4 splits a zmm operation over its 256-bit pipes;
-/// Zen 5 and Sapphire Rapids do not), and this machine's CPU changes between sessions.
-void BM_VectorThroughput(benchmark::State &state) {
+/// Runs vectorMix<kPermutes, kAdds, kFmas, kShifts> and reports its zmm operations/s.
+template <int kPermutes, int kAdds, int kFmas, int kShifts> void runVectorMix(benchmark::State &state) {
   if (const char *why = kernelUnavailable(2))
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
   constexpr int64_t passes = 1 << 16;
   alignas(64) float out[16];
   for (auto _ : state) {
-    permutesAndAdds(passes, out);
+    vectorMix<kPermutes, kAdds, kFmas, kShifts>(passes, out);
     benchmark::DoNotOptimize(out);
   }
+  const double perPass = kPermutes + kAdds + kFmas + kShifts;
   state.counters["vector ops/s"] =
-      benchmark::Counter(2.0 * kChains * passes * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+      benchmark::Counter(perPass * passes * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 #endif
+}
+
+/// This core's vector arithmetic: zmm vpermps and vaddps in equal numbers (12 chains each), the two
+/// operations the exact CQ2 kernel on AVX-512 spends its time in (8 of each and 4 shifts per 64
+/// bytes of codes). Reports vector operations/s, the kernel's compute roofline beside the read
+/// bandwidth's: x86 cores differ here by 2x (Zen 4 splits a zmm operation over its 256-bit pipes;
+/// Zen 5 and Sapphire Rapids do not), and this machine's CPU changes between sessions.
+void BM_VectorThroughput(benchmark::State &state) { runVectorMix<12, 12, 0, 0>(state); }
+
+/// Other mixes of the same operations (permutes, adds, FMAs, shifts a pass): the exact CQ2
+/// kernel's (8, 8, 0, 4) and the variants docs/performance.md weighs against it.
+template <int kPermutes, int kAdds, int kFmas, int kShifts> void BM_VectorMix(benchmark::State &state) {
+  runVectorMix<kPermutes, kAdds, kFmas, kShifts>(state);
 }
 
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
@@ -359,6 +388,11 @@ void BM_CompileSliceAndWrite(benchmark::State &state) {
 BENCHMARK(BM_MemoryBandwidth)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_ReadBandwidth)->Arg(8)->Arg(16)->Arg(32)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_VectorThroughput)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_VectorMix, 12, 0, 12, 0)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_VectorMix, 0, 12, 12, 0)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_VectorMix, 8, 4, 4, 0)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_VectorMix, 8, 8, 0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_VectorMix, 8, 4, 4, 4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReferenceDecode)->Arg(2)->Arg(8)->Arg(20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK(BM_RuntimeCq)
     ->ArgNames({"rows", "cols", "bits", "n", "kernel"})
