@@ -1420,13 +1420,24 @@ inline void prefetch_weights(const uint8_t *at) {
   _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) + kWeightsAhead), _MM_HINT_T0);
 }
 
+/// Byte b of every lane of a 64-byte CqLutDword chunk brought to the lane's low byte, as vpermps
+/// reads a lane's low 4 bits: a load b bytes on, or where kInside is false (a matrix's last group:
+/// nothing past it may be read) a shift in the register. Pinned in a register: GCC 12 would
+/// otherwise load the codes a second time for the shift that takes their high nibble, one more load
+/// across a cache line per chunk (7% of the CQ2 kernel on Zen 5).
+template <bool kInside> NEEDLE_RT_AVX512 inline __m512i dword_codes_avx512(const uint8_t *chunk, int b) {
+  __m512i codes =
+      kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
+  asm("" : "+v"(codes));
+  return codes;
+}
+
 /// One CqLutDword tile group's 16 CQ2 row sums (before their norms) on its pair tables t. Per
 /// 64-byte chunk, each of a row's 4 bytes is brought to its lane's low byte by a load b bytes on,
 /// as vpermps reads a lane's low 4 bits: the low nibbles' lookups need nothing more, the high
-/// ones' a shift. So 8 lookups take 4 loads and 4 shifts, where CqLut16's take 4 widenings (port
-/// 5, as vpermps) and 4 shifts: 1.07–1.23x built by Clang, as the object is (docs/performance.md). kInside: the 3 bytes
-/// after the group may be read; else (a matrix's last group) each byte is shifted down in the register instead. 4
-/// chains.
+/// ones' a shift (dword_codes_avx512). So 8 lookups take 4 loads and 4 shifts, where CqLut16's
+/// take 4 widenings (port 5, as vpermps) and 4 shifts: 1.07–1.23x built by Clang, as the object is
+/// (docs/performance.md). kInside as dword_codes_avx512's. 4 chains.
 template <bool kInside> NEEDLE_RT_AVX512 inline __m512 cq2_dword_group_avx512(const uint8_t *group, const float *t) {
   __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int q = 0; q < 8; ++q) {
@@ -1434,11 +1445,7 @@ template <bool kInside> NEEDLE_RT_AVX512 inline __m512 cq2_dword_group_avx512(co
     prefetch_weights(chunk);
 #pragma GCC unroll 4
     for (int b = 0; b < 4; ++b) { // byte b of a lane: units 8q + b (low nibble) and 8q + 4 + b (high)
-      __m512i codes =
-          kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
-      // In a register: GCC 12 would otherwise load the codes a second time for the shift, one more
-      // load across a cache line per chunk (7% of the kernel on Zen 5).
-      asm("" : "+v"(codes));
+      const __m512i codes = dword_codes_avx512<kInside>(chunk, b);
       __m512 &low = s[2 * (b % 2)], &high = s[2 * (b % 2) + 1];
       low = _mm512_add_ps(low, _mm512_maskz_permutexvar_ps(kAll16, codes, _mm512_load_ps(t + 16 * (8 * q + b))));
       high = _mm512_add_ps(high, _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4),
@@ -1474,11 +1481,11 @@ NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, co
 
 /// One CqLutDword tile group's CQ4 sums (before their norms) for kTokens tokens, added into s
 /// (x the group's inputs, token j's j·stride floats on): per 64-byte chunk, each of a row's 4
-/// bytes brought to its lane's low byte by a load b bytes on (cq2_dword_group_avx512's), its low
+/// bytes brought to its lane's low byte by a load b bytes on (dword_codes_avx512), its low
 /// nibble's codebook entries looked up for the 16 rows by one vpermps and its high nibble's after
 /// a shift, each times its unit's input (broadcast: a table per unit would cost a load more), once
 /// per token. 2 lookups and a shift per 32 weights however many tokens, where CqLut16 took a
-/// widening more (1.1x one token, 2x 16, on Zen 4). kInside as cq2_dword_group_avx512's.
+/// widening more (1.1x one token, 2x 16, on Zen 4). kInside as dword_codes_avx512's.
 template <bool kInside, int kTokens, int kChains>
 NEEDLE_RT_AVX512 inline void cq4_dword_group_avx512(const uint8_t *group, __m512 codebook, const float *x,
                                                     int64_t stride, __m512 (&s)[kTokens][kChains]) {
@@ -1486,9 +1493,7 @@ NEEDLE_RT_AVX512 inline void cq4_dword_group_avx512(const uint8_t *group, __m512
     const uint8_t *chunk = group + 64 * m;
 #pragma GCC unroll 4
     for (int b = 0; b < 4; ++b) { // byte b of a lane: units 8m + b (low nibble) and 8m + 4 + b (high)
-      __m512i codes =
-          kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
-      asm("" : "+v"(codes)); // one load of the codes, as in cq2_dword_group_avx512
+      const __m512i codes = dword_codes_avx512<kInside>(chunk, b);
       const __m512 low = _mm512_maskz_permutexvar_ps(kAll16, codes, codebook),
                    high = _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), codebook);
 #pragma GCC unroll 4

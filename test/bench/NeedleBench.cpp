@@ -16,6 +16,7 @@
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
 #include "Reference/Interpreter.h"
+#include "Support/RoundUp.h"
 #include "codegen/Lower/WeightLayouts.h"
 #include "needle_runtime.h"
 
@@ -147,7 +148,7 @@ cq::Packed benchCqMatrix(int64_t rows, int64_t cols, int bits, const std::vector
 /// `passes` passes of zmm operations, each in a chain of its own (a chain's next operation is a
 /// pass later, past its latency): kPermutes vpermps, kAdds vaddps, kFmas vfmadd and kShifts vpsrld
 /// a pass, into `out`. The mix decides the rate where the operations share pipes (Zen 4's
-/// permutes with adds issue 1.5 a cycle, with adds and FMAs as well 2: docs/performance.md).
+/// permutes with adds issue 1.4 a cycle, with adds and FMAs as well 2: docs/performance.md).
 template <int kPermutes, int kAdds, int kFmas, int kShifts>
 NEEDLE_RT_AVX512 void vectorMix(int64_t passes, float *out) {
   // One more than asked: an array may not be empty (the spare is never touched).
@@ -186,8 +187,9 @@ NEEDLE_RT_AVX512 void vectorMix(int64_t passes, float *out) {
 }
 #endif
 
-/// Runs vectorMix<kPermutes, kAdds, kFmas, kShifts> and reports its zmm operations/s.
-template <int kPermutes, int kAdds, int kFmas, int kShifts> void runVectorMix(benchmark::State &state) {
+/// vectorMix<kPermutes, kAdds, kFmas, kShifts>: its zmm operations/s. The mixes registered below
+/// are the exact CQ2 kernel's (8, 8, 0, 4) and the variants docs/performance.md weighs against it.
+template <int kPermutes, int kAdds, int kFmas, int kShifts> void BM_VectorMix(benchmark::State &state) {
   if (const char *why = kernelUnavailable(2))
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
@@ -208,13 +210,7 @@ template <int kPermutes, int kAdds, int kFmas, int kShifts> void runVectorMix(be
 /// bytes of codes). Reports vector operations/s, the kernel's compute roofline beside the read
 /// bandwidth's: x86 cores differ here by 2x (Zen 4 splits a zmm operation over its 256-bit pipes;
 /// Zen 5 and Sapphire Rapids do not), and this machine's CPU changes between sessions.
-void BM_VectorThroughput(benchmark::State &state) { runVectorMix<12, 12, 0, 0>(state); }
-
-/// Other mixes of the same operations (permutes, adds, FMAs, shifts a pass): the exact CQ2
-/// kernel's (8, 8, 0, 4) and the variants docs/performance.md weighs against it.
-template <int kPermutes, int kAdds, int kFmas, int kShifts> void BM_VectorMix(benchmark::State &state) {
-  runVectorMix<kPermutes, kAdds, kFmas, kShifts>(state);
-}
+void BM_VectorThroughput(benchmark::State &state) { BM_VectorMix<12, 12, 0, 0>(state); }
 
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
@@ -285,7 +281,8 @@ void BM_RuntimeCqStream(benchmark::State &state) {
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const std::vector<uint8_t> packed = tileCqLutDword(m.indices.data(), rows, groups, 2);
   const std::vector<uint8_t> norms = blockCqLut16Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups);
-  const size_t codesBytes = (packed.size() + 63) / 64 * 64, bytes = codesBytes + (norms.size() + 63) / 64 * 64;
+  const int64_t codesBytes = roundUp(static_cast<int64_t>(packed.size()), 64),
+                bytes = codesBytes + roundUp(static_cast<int64_t>(norms.size()), 64);
   std::vector<uint8_t> weights(count * bytes + 64);
   uint8_t *base = weights.data() + (64 - reinterpret_cast<uintptr_t>(weights.data()) % 64) % 64;
   for (int64_t i = 0; i < count; ++i) {

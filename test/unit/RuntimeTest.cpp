@@ -464,8 +464,9 @@ TEST(Runtime, CqLut16ExactMatmulAvx512) {
 TEST(Runtime, CqLutDwordExactMatmulAvx512) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
-  // CQ2 token by token on vpermps of the pair tables, the codes a load a byte on; a matrix's last
-  // group read without a byte past it (the ASan build checks that).
+  // CQ2 token by token on vpermps of the pair tables, CQ4 in runs of tokens on vpermps of the
+  // codebook, the codes a load a byte on; a matrix's last group read without a byte past it (the
+  // ASan build checks that).
   checkCq24Matmul(needle_rt::cqlut_exact_dword_matmul_avx512, CqLayout::CqLutDword, "cqlut_exact_dword_matmul_avx512",
                   {2, 4});
 }
