@@ -422,7 +422,7 @@ struct CqLut16 {
 };
 
 /// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
-/// the object's exact CQ2 and CQ4 layout for AVX-512F (cqlut_exact_dword_matmul_avx512).
+/// the object's exact CQ4 layout for AVX-512F (cq4_exact_dword_matmul_avx512).
 /// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
 /// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
 /// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
@@ -431,6 +431,18 @@ struct CqLut16 {
 struct CqLutDword {
   static int64_t byte(int64_t r, int64_t u) { return 64 * (u / 8) + 4 * r + u % 4; }
   static int shift(int64_t u) { return u % 8 < 4 ? 0 : 4; }
+};
+
+/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512).
+/// CqLutDword's tiles, units, codes and 64-byte chunks, chunk-major: group by group, chunk by
+/// chunk, tile after tile, so chunk m of tile t's group g starts chunk(...) bytes in; a tile's
+/// norms of a group, 16 fp16, group by group, tile after tile. A kernel that holds one chunk's
+/// tables in registers then reads every tile's codes for them as one stream.
+struct CqLutChunkMajor {
+  static int64_t chunk(int64_t tiles, int64_t t, int64_t g, int64_t m, int bits) {
+    return ((g * 4 * bits + m) * tiles + t) * 64;
+  }
+  static int64_t norms(int64_t tiles, int64_t t, int64_t g) { return CqLut16::tile * (g * tiles + t); }
 };
 
 /// Row r's code of unit u in a tile's group of a CqLut16 or CqLutDword matrix.
@@ -1329,7 +1341,7 @@ template <int kHalf> NEEDLE_RT_AVX512 inline __m256 avx512_half(__m512 v) {
 /// The lanes of a vector below `live` (0..16): avx2_first_lanes' mask for 16 lanes.
 inline __mmask16 avx512_first_lanes(int64_t live) { return static_cast<__mmask16>((1u << live) - 1); }
 
-/// A CQ2 group's pair tables as cq2_exact_tile_avx512 and cq2_dword_group_avx512 read them: unit u's 16 float entries
+/// A CQ2 group's pair tables as cq2_exact_tile_avx512 reads them: unit u's 16 float entries
 /// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] at 16u (cq2_pair_tables_avx512). 4 KB per group.
 using Cq2PairTables = float[64 * 16];
 
@@ -1380,16 +1392,13 @@ NEEDLE_RT_AVX512 inline void cq2_exact_tile_avx512(const uint8_t *tile, const ui
   _mm512_storeu_ps(out, rows);
 }
 
-/// One CQ2 token's y on pair tables: block by block, the tables of the block's groups (16 KB),
-/// then every tile's sums over them by tile(tile, norms, count, tables, ends, out): `count` tile
-/// groups from `tile` on, `ends` when the last of them is the matrix's last.
-template <typename Tile>
-NEEDLE_RT_AVX512 inline void cq2_pair_table_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                   int64_t rows, int64_t groups, const float *x_rot, float *y,
-                                                   Tile tile) {
+/// cqlut_exact_matmul_avx512 for one CQ2 token (CqLut16): block by block, the pair tables of the
+/// block's groups (16 KB), then every tile's sums over them (cq2_exact_tile_avx512).
+NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int64_t rows, int64_t groups,
+                                                     const float *x_rot, float *y) {
   alignas(64) Cq2PairTables tables[CqLut16::block];
   const Cq2PairCodebook c = cq2_pair_codebook_avx512(codebook);
-  const int64_t end = CqLut16::tiles(rows) * groups; // in tile groups
   cqlut_each_tile<1>(
       rows, groups, y, 0,
       [&](int64_t g0, int64_t count) {
@@ -1397,27 +1406,9 @@ NEEDLE_RT_AVX512 inline void cq2_pair_table_matvec(const uint8_t *packed, const 
           cq2_pair_tables_avx512(c, x_rot + (g0 + i) * cq_group, tables[i]);
       },
       [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
-        tile(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables, at + count == end,
-             out[0]);
+        cq2_exact_tile_avx512(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count, tables,
+                              out[0]);
       });
-}
-
-/// cqlut_exact_matmul_avx512 for one CQ2 token (CqLut16).
-NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                     const float *codebook, int64_t rows, int64_t groups,
-                                                     const float *x_rot, float *y) {
-  cq2_pair_table_matvec(packed, norms, codebook, rows, groups, x_rot, y,
-                        [](const uint8_t *tile, const uint16_t *tile_norms, int64_t count, const Cq2PairTables *tables,
-                           bool, float *out) { cq2_exact_tile_avx512(tile, tile_norms, count, tables, out); });
-}
-
-/// Asks for the weights kWeightsAhead bytes past `at` (prefetcht0), for a kernel that streams a
-/// matrix faster than the hardware prefetchers bring it in: the exact CQ2 kernel on Zen 5, whose
-/// matrices a decode step reads from L3 or DRAM (docs/performance.md). The address is formed as an
-/// integer, since it may lie past the matrix: a prefetch never faults.
-constexpr uintptr_t kWeightsAhead = 768;
-inline void prefetch_weights(const uint8_t *at) {
-  _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) + kWeightsAhead), _MM_HINT_T0);
 }
 
 /// Byte b of every lane of a 64-byte CqLutDword chunk brought to the lane's low byte, as vpermps
@@ -1432,47 +1423,9 @@ template <bool kInside> NEEDLE_RT_AVX512 inline __m512i dword_codes_avx512(const
   return codes;
 }
 
-/// One CqLutDword tile group's 16 CQ2 row sums (before their norms) on its pair tables t. Per
-/// 64-byte chunk, each of a row's 4 bytes is brought to its lane's low byte by a load b bytes on,
-/// as vpermps reads a lane's low 4 bits: the low nibbles' lookups need nothing more, the high
-/// ones' a shift (dword_codes_avx512). So 8 lookups take 4 loads and 4 shifts, where CqLut16's
-/// take 4 widenings (port 5, as vpermps) and 4 shifts: 1.07–1.23x built by Clang, as the object is
-/// (docs/performance.md). kInside as dword_codes_avx512's. 4 chains.
-template <bool kInside> NEEDLE_RT_AVX512 inline __m512 cq2_dword_group_avx512(const uint8_t *group, const float *t) {
-  __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int q = 0; q < 8; ++q) {
-    const uint8_t *chunk = group + 64 * q;
-    prefetch_weights(chunk);
-#pragma GCC unroll 4
-    for (int b = 0; b < 4; ++b) { // byte b of a lane: units 8q + b (low nibble) and 8q + 4 + b (high)
-      const __m512i codes = dword_codes_avx512<kInside>(chunk, b);
-      __m512 &low = s[2 * (b % 2)], &high = s[2 * (b % 2) + 1];
-      low = _mm512_add_ps(low, _mm512_maskz_permutexvar_ps(kAll16, codes, _mm512_load_ps(t + 16 * (8 * q + b))));
-      high = _mm512_add_ps(high, _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4),
-                                                             _mm512_load_ps(t + 16 * (8 * q + 4 + b))));
-    }
-  }
-  return _mm512_add_ps(_mm512_add_ps(s[0], s[2]), _mm512_add_ps(s[1], s[3]));
-}
-
-/// One token's sums of one CqLutDword tile (16 CQ2 rows) over a block of `count` groups
-/// (cq2_pair_table_matvec's tile).
-NEEDLE_RT_AVX512 inline void cq2_exact_dword_tile_avx512(const uint8_t *tile, const uint16_t *norms, int64_t count,
-                                                         const Cq2PairTables *tables, bool ends_matrix, float *out) {
-  __m512 rows = _mm512_setzero_ps();
-  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(2)) {
-    const __m512 sums = ends_matrix && g == count - 1 ? cq2_dword_group_avx512<false>(tile, tables[g])
-                                                      : cq2_dword_group_avx512<true>(tile, tables[g]);
-    const __m512 n =
-        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
-    rows = _mm512_fmadd_ps(sums, n, rows);
-  }
-  _mm512_storeu_ps(out, rows);
-}
-
 /// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C): CQ2 as cqlut_exact_matmul_avx2's, a
 /// token alone on cq2_exact_matvec_avx512; CQ4, which needlec lays as CqLutDword for
-/// cqlut_exact_dword_matmul_avx512 instead, in plain C++.
+/// cq4_exact_dword_matmul_avx512 instead, in plain C++.
 NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
                                                        const float *codebook, int bits, int64_t rows, int64_t cols,
                                                        const float *x_rot, float *y, int64_t stride, int64_t n) {
@@ -1542,7 +1495,7 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_tile_avx512(const uint8_t *tile, co
     _mm512_storeu_ps(out[j], rows[j]);
 }
 
-/// kTokens tokens of a CQ4 cqlut_exact_dword_matmul_avx512: every tile's sums over each block, its
+/// kTokens tokens of cq4_exact_dword_matmul_avx512: every tile's sums over each block, its
 /// weights read once for the tokens.
 template <int kTokens>
 NEEDLE_RT_AVX512 inline void cq4_exact_dword_tokens_avx512(const uint8_t *packed, const uint16_t *norms,
@@ -1557,24 +1510,158 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_tokens_avx512(const uint8_t *packed
       });
 }
 
-/// The exact mode's needle.cq_matmul with AVX-512F on CqLutDword (the object backend's, where the
-/// CPU has AVX-512F: cqlut_matmul's signature): CQ2 token by token on pair tables, CQ4 in runs of
-/// up to 4 tokens on the codebook.
-NEEDLE_RT_AVX512 inline void cqlut_exact_dword_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                             const float *codebook, int bits, int64_t rows,
-                                                             int64_t cols, const float *x_rot, float *y, int64_t stride,
-                                                             int64_t n) {
-  if (bits == 4)
-    return token_runs<4>(n, [&](auto tokens, int64_t j) {
-      cq4_exact_dword_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
-                                            y + j * stride, stride);
-    });
+/// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512F on CqLutDword (the object
+/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature), in runs of up to 4 tokens on
+/// the codebook.
+NEEDLE_RT_AVX512 inline void cq4_exact_dword_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                           const float *codebook, int, int64_t rows, int64_t cols,
+                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
+  token_runs<4>(n, [&](auto tokens, int64_t j) {
+    cq4_exact_dword_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
+                                          y + j * stride, stride);
+  });
+}
+
+/// A CQ2 group's pair tables in fixed point, for cq2_fixed_chunk_tiles_avx512: each entry
+/// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] (cq2_pair_tables_avx512's float) times 2^shift, rounded
+/// to int32. bound = max|c| · max_u (|x[2u]| + |x[2u + 1]|) is at least every entry's magnitude
+/// (to rounding) and at most twice the largest; shift puts it in [2^23, 2^24), so a row's 64
+/// lookups sum in int32 with room to spare (64 · 2^24 = 2^30) and each entry is off by at most
+/// 2^-24 of bound: a group's sum strays by at most 64 · 2^-24 · bound, as its float sum would by
+/// 63 · 2^-24 · Σ|entries looked up|. Why integers: Zen 4 issues vpermd with vpaddd 2 a cycle,
+/// vpermps with vaddps 1.4 (docs/performance.md). unscale is -shift for vscalefps, or NaN where
+/// an input is infinite or NaN, or the inputs so large that their sum overflows (as float entries
+/// could too): that group's rows come out NaN.
+struct Cq2FixedTables {
+  alignas(64) int32_t entries[64 * 16];
+  float unscale;
+};
+
+/// cq2_pair_tables_avx512's entries times 2^shift (exact: a power of 2), rounded to int32
+/// (Cq2FixedTables). largest_code is max|c|.
+NEEDLE_RT_AVX512 inline void cq2_fixed_tables_avx512(const Cq2PairCodebook &c, float largest_code, const float *x,
+                                                     Cq2FixedTables &out) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  // |x[2u]| + |x[2u + 1]| lane by lane: the largest so far, and the sum, which (unlike vmaxps)
+  // keeps a NaN or an infinity.
+  __m512 widest = _mm512_setzero_ps(), total = _mm512_setzero_ps();
+  for (int i = 0; i < cq_group; i += 32) {
+    const __m512 lo = _mm512_loadu_ps(x + i), hi = _mm512_loadu_ps(x + i + 16);
+    const __m512 even = _mm512_maskz_permutex2var_ps(kAll16, lo, evens, hi);
+    const __m512 odd = _mm512_maskz_permutex2var_ps(kAll16, lo, odds, hi);
+    const __m512 pair = _mm512_add_ps(_mm512_abs_ps(even), _mm512_abs_ps(odd));
+    widest = _mm512_maskz_max_ps(kAll16, widest, pair);
+    total = _mm512_add_ps(total, pair);
+  }
+  const float bound = largest_code * avx2_lane_max(_mm256_max_ps(avx512_half<0>(widest), avx512_half<1>(widest)));
+  const bool finite =
+      std::isfinite(bound) && std::isfinite(avx2_lane_sum(_mm256_add_ps(avx512_half<0>(total), avx512_half<1>(total))));
+  const int shift = bound > 0.0f && finite ? 23 - std::ilogb(bound) : 0;
+  out.unscale = finite ? static_cast<float>(-shift) : NAN;
+  const __m512 scale = _mm512_set1_ps(static_cast<float>(shift));
+  for (int u = 0; u < 64; ++u) {
+    const __m512 entries = _mm512_add_ps(_mm512_mul_ps(c.first, _mm512_set1_ps(x[2 * u])),
+                                         _mm512_mul_ps(c.second, _mm512_set1_ps(x[2 * u + 1])));
+    _mm512_store_si512(out.entries + 16 * u,
+                       _mm512_maskz_cvtps_epi32(kAll16, _mm512_maskz_scalef_ps(kAll16, entries, scale)));
+  }
+}
+
+/// One 64-byte chunk's 16 CQ2 row sums of its 8 units (in the tables' fixed point) on their tables
+/// in registers: tables[b] unit 8m + b's, tables[4 + b] unit 8m + 4 + b's. Each of a row's 4 bytes
+/// is brought to its lane's low byte by a load b bytes on, as vpermd reads a lane's low 4 bits: the
+/// low nibbles' lookups need nothing more, the high ones' a shift (dword_codes_avx512). kInside as
+/// dword_codes_avx512's.
+template <bool kInside>
+NEEDLE_RT_AVX512 inline __m512i cq2_fixed_chunk_avx512(const uint8_t *chunk, const __m512i *tables) {
+  __m512i low = _mm512_setzero_si512(), high = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; ++b) {
+    const __m512i codes = dword_codes_avx512<kInside>(chunk, b);
+    low = _mm512_add_epi32(low, _mm512_maskz_permutexvar_epi32(kAll16, codes, tables[b]));
+    high = _mm512_add_epi32(
+        high, _mm512_maskz_permutexvar_epi32(kAll16, _mm512_maskz_srli_epi32(kAll16, codes, 4), tables[4 + b]));
+  }
+  return _mm512_add_epi32(low, high);
+}
+
+/// Asks for the codes kCodesAhead bytes on (prefetcht0), ahead of the hardware prefetchers: an
+/// integer address, as it may lie past the matrix (a prefetch never faults).
+constexpr uintptr_t kCodesAhead = 1536;
+inline void prefetch_codes(const uint8_t *at) {
+  _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(at) + kCodesAhead), _MM_HINT_T0);
+}
+
+/// The 16 row sums (before their norms, in t's fixed point) of `slab` tiles' CQ2 group on its pair
+/// tables t, into sums[k] for tile k, from a CqLutChunkMajor group: chunk m of every tile at
+/// `group` + m·chunk_run, tile after tile. Chunk by chunk, its 8 units' tables are loaded into
+/// registers once for every tile: a tile at a time loaded 8 tables a chunk, and Zen 4's L1 gives
+/// one 64-byte load a cycle, which held that kernel more than its lookups (docs/performance.md).
+/// ends_matrix when the last tile's group is the matrix's last.
+NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, int64_t chunk_run, int64_t slab,
+                                                          const int32_t *t, bool ends_matrix, int32_t (*sums)[16]) {
+  for (int m = 0; m < 8; ++m) {
+    __m512i tables[8];
+    for (int b = 0; b < 8; ++b)
+      tables[b] = _mm512_load_si512(t + 16 * (8 * m + b));
+    const uint8_t *run = group + m * chunk_run;
+    const bool last_run = ends_matrix && m == 7; // nothing past its last chunk may be read
+    for (int64_t k = 0; k < slab; ++k) {
+      const uint8_t *chunk = run + 64 * k;
+      prefetch_codes(chunk);
+      const __m512i s = last_run && k == slab - 1 ? cq2_fixed_chunk_avx512<false>(chunk, tables)
+                                                  : cq2_fixed_chunk_avx512<true>(chunk, tables);
+      _mm512_store_si512(sums[k], m == 0 ? s : _mm512_add_epi32(_mm512_load_si512(sums[k]), s));
+    }
+  }
+}
+
+/// Tiles a pass of cq2_exact_chunk_matvec_avx512 keeps sums for: 1024 rows, 8 KB of sums on the
+/// stack (needle3's widest CQ2 matrix has 768 rows; a wider one builds its tables once per slab).
+constexpr int64_t kCq2SlabTiles = 64;
+
+/// One CQ2 token's y on CqLutChunkMajor, up to 1024 rows (a slab) at a time: group by group, its
+/// fixed-point tables (4 KB), every tile's sums on them (cq2_fixed_chunk_tiles_avx512), back to
+/// float (exact below 2^24; above, rounded as a float sum is) and scaled by the rows' norms.
+NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                           const float *codebook, int64_t rows, int64_t groups,
+                                                           const float *x_rot, float *y) {
+  alignas(64) Cq2FixedTables tables;
+  alignas(64) int32_t sums[kCq2SlabTiles][CqLut16::tile];
+  alignas(64) float out[kCq2SlabTiles][CqLut16::tile];
+  const Cq2PairCodebook c = cq2_pair_codebook_avx512(codebook);
+  const float largest_code = std::fmax(std::fmax(std::fabs(codebook[0]), std::fabs(codebook[1])),
+                                       std::fmax(std::fabs(codebook[2]), std::fabs(codebook[3])));
+  const int64_t tiles = CqLut16::tiles(rows);
+  for (int64_t t0 = 0; t0 < tiles; t0 += kCq2SlabTiles) {
+    const int64_t slab = tiles - t0 < kCq2SlabTiles ? tiles - t0 : kCq2SlabTiles;
+    for (int64_t g = 0; g < groups; ++g) {
+      cq2_fixed_tables_avx512(c, largest_code, x_rot + g * cq_group, tables);
+      cq2_fixed_chunk_tiles_avx512(packed + CqLutChunkMajor::chunk(tiles, t0, g, 0, 2), 64 * tiles, slab,
+                                   tables.entries, g == groups - 1 && t0 + slab == tiles, sums);
+      const __m512 unscale = _mm512_set1_ps(tables.unscale);
+      const uint16_t *group_norms = norms + CqLutChunkMajor::norms(tiles, t0, g);
+      for (int64_t k = 0; k < slab; ++k) {
+        const __m512 n = _mm512_maskz_cvtph_ps(
+            kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(group_norms + CqLut16::tile * k)));
+        const __m512 sum =
+            _mm512_maskz_scalef_ps(kAll16, _mm512_maskz_cvtepi32_ps(kAll16, _mm512_load_si512(sums[k])), unscale);
+        _mm512_store_ps(out[k], g == 0 ? _mm512_mul_ps(sum, n) : _mm512_fmadd_ps(sum, n, _mm512_load_ps(out[k])));
+      }
+    }
+    for (int64_t k = 0; k < slab; ++k)
+      cqlut_tile_to_y<1>(&out[k], t0 + k, rows, true, y, 0);
+  }
+}
+
+/// The exact mode's needle.cq_matmul of a CQ2 matrix with AVX-512F on CqLutChunkMajor (the object
+/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature), token by token.
+NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                           const float *codebook, int, int64_t rows, int64_t cols,
+                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
-    cq2_pair_table_matvec(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride,
-                          [](const uint8_t *tile, const uint16_t *tile_norms, int64_t count,
-                             const Cq2PairTables *tables, bool ends_matrix, float *out) {
-                            cq2_exact_dword_tile_avx512(tile, tile_norms, count, tables, ends_matrix, out);
-                          });
+    cq2_exact_chunk_matvec_avx512(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
 }
 
 /// One CQ4 row's Σ over a block of `count` groups (CqX8) with AVX-512F, as 8 partial sums: per 16

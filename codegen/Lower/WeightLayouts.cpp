@@ -123,6 +123,29 @@ std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64
   return out;
 }
 
+std::vector<uint8_t> tileCqLutChunkMajor(const uint8_t *packed, int64_t rows, int64_t groups, int bits) {
+  const std::vector<uint8_t> dword = tileCqLutDword(packed, rows, groups, bits);
+  const int64_t tiles = needle_rt::CqLut16::tiles(rows), tileGroupBytes = needle_rt::CqLut16::tile_group_bytes(bits);
+  std::vector<uint8_t> out(dword.size());
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t m = 0; m < 4 * bits; ++m)
+        std::memcpy(&out[static_cast<size_t>(needle_rt::CqLutChunkMajor::chunk(tiles, t, g, m, bits))],
+                    &dword[static_cast<size_t>(tileGroupBytes * blockOffset(tiles, groups, t, g) + 64 * m)], 64);
+  return out;
+}
+
+std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t groups) {
+  const int64_t tiles = needle_rt::CqLut16::tiles(rows);
+  std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * 2), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g)
+      std::memcpy(
+          &out[static_cast<size_t>(2 * (needle_rt::CqLutChunkMajor::norms(tiles, r / kLutTile, g) + r % kLutTile))],
+          norms + 2 * (r * groups + g), 2);
+  return out;
+}
+
 bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
 
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
@@ -217,6 +240,10 @@ void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, cons
 
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul, CqRows rows) {
   useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul, rows);
+}
+
+void useCqLutChunkMajorLayout(KernelProgram &program, const std::string &matmul) {
+  useCqLayout(program, {2}, tileCqLutChunkMajor, chunkMajorNorms, matmul);
 }
 
 void useFastCqLayout(KernelProgram &program, CqLutLayoutUse use, const std::string &matmul) {

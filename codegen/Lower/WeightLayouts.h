@@ -43,7 +43,7 @@ std::vector<uint8_t> blockCqX8Norms(const uint8_t *norms, int64_t rows, int64_t 
 std::vector<uint8_t> tileCqLut16(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The CqLutDword layout of a CQ2 or CQ4 matrix (needle_rt::CqLutDword, docs/targets.md), the
-/// fast mode's with AVX-512 VBMI and VNNI and the object's exact CQ2 with AVX-512F: CqLut16's units, tiles and blocks
+/// fast mode's with AVX-512 VBMI and VNNI and the object's exact CQ4 with AVX-512F: CqLut16's units, tiles and blocks
 /// (and its norms, blockCqLut16Norms), a tile's group cut into 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m
 /// holding row r's codes of units 8m + b (low nibble of byte 4r + b) and 8m + 4 + b (high).
 std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
@@ -51,6 +51,15 @@ std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t
 /// The norms [rows][groups] (fp16) of a matrix in the CqLut16 layout's order: 16 per tile's
 /// group (zeros for the last tile's padding rows).
 std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups);
+
+/// The CqLutChunkMajor layout of a CQ2 or CQ4 matrix (needle_rt::CqLutChunkMajor, docs/targets.md),
+/// the object's exact CQ2 with AVX-512F: CqLutDword's 64-byte chunks, chunk m of tile t's group g
+/// at ((g·4·bits + m)·tiles + t)·64 bytes (group by group, chunk by chunk, tile after tile).
+std::vector<uint8_t> tileCqLutChunkMajor(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
+
+/// The norms [rows][groups] (fp16) of a matrix in the CqLutChunkMajor layout's order: 16 per
+/// tile's group (zeros for the last tile's padding rows), group by group, tile after tile.
+std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// Whether `call` is a CQ matvec, one token's or a batch's, on the file's layout: their first
 /// arguments are (packed, norms, codebook, bits, rows, cols, x_rot, y).
@@ -101,10 +110,15 @@ void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, cons
 
 /// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` at the
 /// CqLutDword layout and at `matmul`, its kernel (needle_rt::cqlut_matmul_avx512vnni's
-/// signature: the fast mode's with VNNI, or the object's exact CQ2 with AVX-512F,
-/// cqlut_exact_dword_matmul_avx512); a one-token call becomes a batch of one.
+/// signature: the fast mode's with VNNI, or the object's exact CQ4 with AVX-512F,
+/// cq4_exact_dword_matmul_avx512); a one-token call becomes a batch of one.
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                          CqRows rows = {});
+
+/// Points every CQ2 matvec of `program` still on the file's layout at CqLutChunkMajor and at
+/// `matmul`, its kernel (the object's exact CQ2 with AVX-512F, cq2_exact_chunk_matmul_avx512); a
+/// one-token call becomes a batch of one.
+void useCqLutChunkMajorLayout(KernelProgram &program, const std::string &matmul);
 
 /// useCqLut16Layout or useCqLutDwordLayout.
 using CqLutLayoutUse = void (*)(KernelProgram &, const std::vector<int> &, const std::string &, CqRows);

@@ -281,9 +281,9 @@ bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine
   return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
 }
 
-/// Whether the runtime's AVX-512 kernels (needle_rt::cqlut_exact_dword_matmul_avx512, cqx8_matmul_avx512,
-/// attention_avx512, hadamard_avx512, kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F besides the AVX2
-/// kernels' features).
+/// Whether the runtime's AVX-512 kernels (needle_rt::cq2_exact_chunk_matmul_avx512,
+/// cq4_exact_dword_matmul_avx512, cqx8_matmul_avx512, attention_avx512, hadamard_avx512,
+/// kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F besides the AVX2 kernels' features).
 bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
@@ -348,10 +348,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
                     vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
   }
   if (avx512) { // 16 lanes: one vpermps holds a CQ4 codebook
-    // CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits. CQ4
-    // in whole tiles only: padded to a tile, the lanes' 4-row mixing projections would quadruple.
-    useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
-    useCqLutDwordLayout(program, {4}, "cqlut_exact_dword_matmul_avx512", kWholeCqLutTiles);
+    // CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits; CQ2
+    // chunk-major, so one chunk's tables serve every tile from registers. CQ4 in whole tiles only:
+    // padded to a tile, the lanes' 4-row mixing projections would quadruple.
+    useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
+    useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
     useCqX8Layout(program, "cqx8_matmul_avx512");
   } else if (avx2) {
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");

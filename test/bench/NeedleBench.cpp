@@ -217,8 +217,8 @@ void BM_VectorThroughput(benchmark::State &state) { BM_VectorMix<12, 12, 0, 0>(s
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
 /// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
 /// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
-/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (cqlut_exact_dword_matmul_avx512 on
-/// CqLutDword); 4, the fast mode's kernel
+/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2: cq2_exact_chunk_matmul_avx512 on
+/// CqLutChunkMajor; CQ4: cq4_exact_dword_matmul_avx512 on CqLutDword); 4, the fast mode's kernel
 /// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword). Reports
 /// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
 /// pass).
@@ -230,7 +230,8 @@ void BM_RuntimeCq(benchmark::State &state) {
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
-                      : choice == 3              ? needle_rt::cqlut_exact_dword_matmul_avx512
+                      : choice == 3 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512
+                      : choice == 3              ? needle_rt::cq4_exact_dword_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
                       : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
                       : choice == 1              ? needle_rt::cqx8_matmul_avx2
@@ -243,14 +244,16 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
   const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
-  const bool dword = choice >= 3;
-  const std::vector<uint8_t> packed = dword ? tileCqLutDword(m.indices.data(), rows, groups, bits)
-                                      : lut ? tileCqLut16(m.indices.data(), rows, groups, bits)
-                                      : x8  ? interleaveCqX8(m.indices.data(), rows, groups)
-                                            : m.indices;
-  const std::vector<uint8_t> norms = lut  ? blockCqLut16Norms(fileNorms, rows, groups)
-                                     : x8 ? blockCqX8Norms(fileNorms, rows, groups)
-                                          : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
+  const bool chunkMajor = choice == 3 && bits == 2, dword = choice >= 3 && !chunkMajor;
+  const std::vector<uint8_t> packed = chunkMajor ? tileCqLutChunkMajor(m.indices.data(), rows, groups, bits)
+                                      : dword    ? tileCqLutDword(m.indices.data(), rows, groups, bits)
+                                      : lut      ? tileCqLut16(m.indices.data(), rows, groups, bits)
+                                      : x8       ? interleaveCqX8(m.indices.data(), rows, groups)
+                                                 : m.indices;
+  const std::vector<uint8_t> norms = chunkMajor ? chunkMajorNorms(fileNorms, rows, groups)
+                                     : lut      ? blockCqLut16Norms(fileNorms, rows, groups)
+                                     : x8       ? blockCqX8Norms(fileNorms, rows, groups)
+                                                : std::vector<uint8_t>(fileNorms, fileNorms + 2 * m.norms.size());
   std::vector<float> io = randomNormals(3, "x", n * stride, 1.0); // token j: x_rot, then y
   for (auto _ : state) {
     kernel(packed.data(), reinterpret_cast<const uint16_t *>(norms.data()), book.data(), bits, rows, cols, io.data(),
@@ -274,13 +277,16 @@ void BM_RuntimeCqStream(benchmark::State &state) {
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
   const int64_t rows = state.range(0), cols = state.range(1), count = state.range(2);
-  const auto kernel =
-      state.range(3) == 4 ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cqlut_exact_dword_matmul_avx512;
+  const bool fast = state.range(3) == 4;
+  const auto kernel = fast ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cq2_exact_chunk_matmul_avx512;
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
   const cq::Packed m = benchCqMatrix(rows, cols, 2, book);
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
-  const std::vector<uint8_t> packed = tileCqLutDword(m.indices.data(), rows, groups, 2);
-  const std::vector<uint8_t> norms = blockCqLut16Norms(reinterpret_cast<const uint8_t *>(m.norms.data()), rows, groups);
+  const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
+  const std::vector<uint8_t> packed =
+      fast ? tileCqLutDword(m.indices.data(), rows, groups, 2) : tileCqLutChunkMajor(m.indices.data(), rows, groups, 2);
+  const std::vector<uint8_t> norms =
+      fast ? blockCqLut16Norms(fileNorms, rows, groups) : chunkMajorNorms(fileNorms, rows, groups);
   const int64_t codesBytes = roundUp(static_cast<int64_t>(packed.size()), 64),
                 bytes = codesBytes + roundUp(static_cast<int64_t>(norms.size()), 64);
   std::vector<uint8_t> weights(count * bytes + 64);

@@ -3,12 +3,12 @@
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
 // as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
 // and CqX8 for CQ4, cqx8_matmul: their AVX2 or AVX-512 code when built for it, plain C++
-// otherwise; built for AVX-512, the object's CqLutDword for CQ2 and CQ4 and
-// cqlut_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4 bits, held to its
-// error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its CqLutDword layout and
-// cqlut_matmul_avx512vnni too). Odd rows (partial tiles of 16), partial and single groups,
-// whole and short blocks, one token and runs of tokens. Prints one line per failure and a summary;
-// exits non-zero on any failure.
+// otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq2_exact_chunk_matmul_avx512 and
+// CqLutDword for CQ4 with cq4_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4
+// bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its
+// CqLutDword layout and cqlut_matmul_avx512vnni too). Odd rows (partial tiles of 16), partial and single groups, whole
+// and short blocks, one token and runs of tokens. Prints one line per failure and a summary; exits non-zero on any
+// failure.
 #include "codegen/Lower/WeightLayouts.h"
 #include "needle_runtime.h"
 
@@ -200,11 +200,17 @@ int main() {
       check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random);
       check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-      // The object's kernels on CqLutDword (the C++ backend keeps CqLut16): the exact one with
-      // AVX-512F, and the fast one with VBMI and VNNI too.
+      // The object's kernels (the C++ backend keeps CqLut16): the exact ones with AVX-512F (CQ2 on
+      // CqLutChunkMajor, CQ4 on CqLutDword), and the fast one with VBMI and VNNI too (CqLutDword).
       const std::vector<uint8_t> dword = needle::tileCqLutDword(m.packed.data(), m.rows, m.groups, bits);
-      check("cqlut_exact_dword_matmul_avx512", needle_rt::cqlut_exact_dword_matmul_avx512, m, dword.data(),
-            tiledNorms.data(), shape[2], random);
+      if (bits == 2) {
+        const std::vector<uint8_t> chunks = needle::tileCqLutChunkMajor(m.packed.data(), m.rows, m.groups, bits);
+        check("cq2_exact_chunk_matmul_avx512", needle_rt::cq2_exact_chunk_matmul_avx512, m, chunks.data(),
+              halves(needle::chunkMajorNorms(norms, m.rows, m.groups)).data(), shape[2], random);
+      } else {
+        check("cq4_exact_dword_matmul_avx512", needle_rt::cq4_exact_dword_matmul_avx512, m, dword.data(),
+              tiledNorms.data(), shape[2], random);
+      }
 #endif
 #if NEEDLE_CHECK_VNNI
       check("cqlut_matmul_avx512vnni", needle_rt::cqlut_matmul_avx512vnni, m, dword.data(), tiledNorms.data(), shape[2],

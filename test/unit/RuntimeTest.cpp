@@ -230,9 +230,9 @@ TEST(Runtime, CqMatvecAtEveryWidth) {
 using CqMatmulKernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *,
                                 float *, int64_t, int64_t);
 
-/// The layouts a CQ matmul kernel reads: the file's, and the three needlec re-lays CQ2 and CQ4
-/// into (CqX8 CQ4 only).
-enum class CqLayout { File, CqX8, CqLut16, CqLutDword };
+/// The layouts a CQ matmul kernel reads: the file's, and the four needlec re-lays CQ2 and CQ4
+/// into (CqX8 CQ4 only, CqLutChunkMajor CQ2 only).
+enum class CqLayout { File, CqX8, CqLut16, CqLutDword, CqLutChunkMajor };
 
 /// How close a CQ matmul kernel must come to the reference: as float sums in another order, or
 /// within the fast mode's bound (int8 tables).
@@ -247,9 +247,12 @@ std::pair<std::vector<uint8_t>, std::vector<uint16_t>> relaid(const CqMatrix &m,
   const uint8_t *indices = m.packed.indices.data();
   const std::vector<uint8_t> packed = layout == CqLayout::CqX8      ? interleaveCqX8(indices, m.rows, groups)
                                       : layout == CqLayout::CqLut16 ? tileCqLut16(indices, m.rows, groups, m.bits)
-                                                                    : tileCqLutDword(indices, m.rows, groups, m.bits);
-  const std::vector<uint8_t> blocked =
-      layout == CqLayout::CqX8 ? blockCqX8Norms(norms, m.rows, groups) : blockCqLut16Norms(norms, m.rows, groups);
+                                      : layout == CqLayout::CqLutChunkMajor
+                                          ? tileCqLutChunkMajor(indices, m.rows, groups, m.bits)
+                                          : tileCqLutDword(indices, m.rows, groups, m.bits);
+  const std::vector<uint8_t> blocked = layout == CqLayout::CqX8              ? blockCqX8Norms(norms, m.rows, groups)
+                                       : layout == CqLayout::CqLutChunkMajor ? chunkMajorNorms(norms, m.rows, groups)
+                                                                             : blockCqLut16Norms(norms, m.rows, groups);
   std::vector<uint16_t> halves(blocked.size() / 2);
   std::memcpy(halves.data(), blocked.data(), blocked.size());
   return {packed, halves};
@@ -464,11 +467,60 @@ TEST(Runtime, CqLut16ExactMatmulAvx512) {
 TEST(Runtime, CqLutDwordExactMatmulAvx512) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
-  // CQ2 token by token on vpermps of the pair tables, CQ4 in runs of tokens on vpermps of the
-  // codebook, the codes a load a byte on; a matrix's last group read without a byte past it (the
-  // ASan build checks that).
-  checkCq24Matmul(needle_rt::cqlut_exact_dword_matmul_avx512, CqLayout::CqLutDword, "cqlut_exact_dword_matmul_avx512",
-                  {2, 4});
+  // CQ4 in runs of tokens on vpermps of the codebook, the codes a load a byte on; a matrix's last
+  // group read without a byte past it (the ASan build checks that).
+  checkCq24Matmul(needle_rt::cq4_exact_dword_matmul_avx512, CqLayout::CqLutDword, "cq4_exact_dword_matmul_avx512", {4});
+}
+
+TEST(Runtime, CqLutChunkMajorExactMatmulAvx512) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // CQ2 token by token on vpermd of fixed-point pair tables, a chunk's held in registers for every
+  // tile; a matrix's last chunk read without a byte past it (the ASan build checks that). 1100 rows
+  // are 69 tiles: a slab of 64 and one of 5, each building its own tables.
+  const auto kernel = needle_rt::cq2_exact_chunk_matmul_avx512;
+  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512", {2});
+  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512");
+}
+
+/// y = m x_rot by cq2_exact_chunk_matmul_avx512 for one token.
+Vec chunkMajorMatvec(const CqMatrix &m, std::span<const float> xRot) {
+  const auto [packed, norms] = relaid(m, CqLayout::CqLutChunkMajor);
+  Vec y(m.rows);
+  needle_rt::cq2_exact_chunk_matmul_avx512(packed.data(), norms.data(), m.codebook.data(), 2, m.rows, m.cols,
+                                           xRot.data(), y.data(), 0, 1);
+  return y;
+}
+
+TEST(Runtime, CqLutChunkMajorFixedPointFollowsEachGroupsMagnitude) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // Each group's tables take a scale of their own inputs: inputs near the float range's ends sum
+  // as closely as ordinary ones (a scale off by a power of 2 would fail, or overflow the int32
+  // sums), and a group of zeros is no trouble.
+  const CqMatrix m("fixed point", 37, 384, 2);
+  for (const float magnitude : {1e-30f, 1e-3f, 1e30f}) {
+    Vec xRot(384);
+    needle_rt::hadamard(normals("fixed point x", 384).data(), 384, 128, xRot.data());
+    for (int64_t i = 0; i < 384; ++i)
+      xRot[i] = i / 128 == 1 ? 0.0f : xRot[i] * magnitude * (i < 128 ? 1.0f : 1e-3f);
+    expectWithinSumOrderBound(chunkMajorMatvec(m, xRot), ref::matvec(m.rotated, m.rows, xRot), m, xRot,
+                              "inputs of " + std::to_string(magnitude));
+  }
+}
+
+TEST(Runtime, CqLutChunkMajorNonFiniteInputsComeOutNaN) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // An integer has no NaN or infinity: a group with one takes a NaN scale, so every row is NaN
+  // (where float sums would give NaN or an infinity), never a finite wrong number.
+  const CqMatrix m("non-finite", 20, 256, 2);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    Vec xRot = normals("non-finite x", 256);
+    xRot[130] = bad;
+    for (const float y : chunkMajorMatvec(m, xRot))
+      EXPECT_TRUE(std::isnan(y)) << "input " << bad << " gave " << y;
+  }
 }
 
 TEST(Runtime, CqLut16MatmulAvx2) {

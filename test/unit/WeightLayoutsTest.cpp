@@ -312,6 +312,49 @@ TEST(WeightLayouts, CqLutDwordReadsBackEveryColumnOfEveryRow) {
   });
 }
 
+TEST(WeightLayouts, CqLutChunkMajorLaysChunksGroupByGroupTileAfterTile) {
+  // CQ2, 17 rows (2 tiles, the second padded) of 2 groups: 2 · 8 · 2 chunks of 64 bytes. Row 16,
+  // column 144 = group 1's index 16: unit 8, code 1, in chunk 1 (CqLutDword's byte 64 + 0, low
+  // nibble) of tile 1's group 1, which lies ((1·8 + 1)·2 + 1)·64 = 1216 bytes in. Row 2, column 2
+  // = index 1: unit 1, code 1, tile 0's group 0's chunk 0, byte 4·2 + 1 = 9. Row 16's norm of
+  // group 1 lies 16·(1·2 + 1) + 0 = 48 halves in; row 1's of group 0 1 half in.
+  std::vector<uint8_t> packed(17 * 64, 0); // the file: 4 indices per byte, little-endian
+  packed[16 * 64 + 144 / 4] = 1;
+  packed[2 * 64 + 2 / 4] = static_cast<uint8_t>(1 << (2 * (2 % 4)));
+  std::vector<uint8_t> want(2 * 2 * 8 * 64, 0);
+  want[1216] = 1;
+  want[9] = 1;
+  EXPECT_EQ(tileCqLutChunkMajor(packed.data(), 17, 2, 2), want);
+  std::vector<uint8_t> norms(17 * 2 * 2, 0); // [rows][groups] fp16
+  norms[2 * (16 * 2 + 1)] = 0xAB;
+  norms[2 * (1 * 2 + 0) + 1] = 0xCD;
+  std::vector<uint8_t> wantNorms(2 * 16 * 2 * 2, 0);
+  wantNorms[2 * 48] = 0xAB;
+  wantNorms[2 * 1 + 1] = 0xCD;
+  EXPECT_EQ(chunkMajorNorms(norms.data(), 17, 2), wantNorms);
+}
+
+TEST(WeightLayouts, CqLutChunkMajorReadsBackEveryColumnOfEveryRow) {
+  // Every unit's code where needle_rt::CqLutChunkMajor and CqLutDword say it is (the exact CQ2
+  // kernel's reading on AVX-512).
+  const int64_t rows = kReadBackRows, groups = kReadBackGroups, tiles = needle_rt::CqLut16::tiles(rows);
+  forEachReadBackMatrix([&](int bits, auto index, const std::vector<uint8_t> &packed) {
+    const std::vector<uint8_t> laid = tileCqLutChunkMajor(packed.data(), rows, groups, bits);
+    const int64_t perUnit = 4 / bits;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t u = 0; u < 32 * bits; ++u) {
+          unsigned want = 0;
+          for (int64_t j = 0; j < perUnit; ++j)
+            want |= index(r, 128 * g + perUnit * u + j) << (bits * j);
+          const int64_t at = needle_rt::CqLutChunkMajor::chunk(tiles, r / 16, g, u / 8, bits) +
+                             needle_rt::CqLutDword::byte(r % 16, u) % 64;
+          ASSERT_EQ((laid[static_cast<size_t>(at)] >> needle_rt::CqLutDword::shift(u)) & 15u, want)
+              << "bits " << bits << " row " << r << " group " << g << " unit " << u;
+        }
+  });
+}
+
 TEST(WeightLayouts, CqLut16Cq4OneColumnPerUnitGroupsInBlocks) {
   // CQ4, 2 rows of 6 groups: blocks of 4 and 2 groups, one tile (1024 bytes per tile's group).
   // Row 1, group 5, column 7 = index 9: unit 7 = 4·1 + 2 + 1, so chunk 1, h = 1, high nibble,
@@ -396,13 +439,13 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
                 6144);
   const std::vector<uint8_t> before = program.weights;
   useFastCqLayout(program, useCqLutDwordLayout, "cqlut_matmul_avx512vnni");
-  useCqLutDwordLayout(program, {2}, "cqlut_exact_dword_matmul_avx512");
-  useCqLutDwordLayout(program, {4}, "cqlut_exact_dword_matmul_avx512", kWholeCqLutTiles);
+  useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
+  useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
   useCqX8Layout(program, "cqx8_matmul_avx512");
   const std::vector<KernelCall> &calls = program.step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_row");
   EXPECT_EQ(calls[1].kernel, "cqlut_matmul_avx512vnni");
-  EXPECT_EQ(calls[2].kernel, "cqlut_exact_dword_matmul_avx512");
+  EXPECT_EQ(calls[2].kernel, "cq4_exact_dword_matmul_avx512");
   EXPECT_EQ(calls[3].kernel, "cqx8_matmul_avx512");
   EXPECT_EQ(calls[4].kernel, "cqlut_matmul_avx512vnni");
   EXPECT_TRUE(std::equal(before.begin(), before.begin() + 4096, program.weights.begin())) << "cq_row's bytes";
@@ -415,6 +458,25 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
   EXPECT_TRUE(std::equal(x8.begin(), x8.end(), program.weights.begin() + calls[3].args[0].value));
   const std::vector<uint8_t> cq2 = tileCqLutDword(before.data() + 5544, 16, 1, 2);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin() + calls[4].args[0].value));
+}
+
+TEST(WeightLayouts, ExactModeOnAvx512TakesCq2ChunkMajorAndCq4InDwords) {
+  // The object's exact chain on an AVX-512 CPU: a CQ2 matrix (33 rows: 3 tiles) to CqLutChunkMajor,
+  // its norms too, a CQ4 one of a whole tile to CqLutDword; each points at its kernel.
+  KernelProgram program =
+      programOf({cqCall("cq_matvec", 0, 2112, 2, 33), cqCall("cq_matvec", 2304, 3328, 4, 16)}, 3392);
+  const std::vector<uint8_t> before = program.weights;
+  useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
+  useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
+  const std::vector<KernelCall> &calls = program.step[0].calls;
+  EXPECT_EQ(calls[0].kernel, "cq2_exact_chunk_matmul_avx512");
+  EXPECT_EQ(calls[1].kernel, "cq4_exact_dword_matmul_avx512");
+  const std::vector<uint8_t> cq2 = tileCqLutChunkMajor(before.data(), 33, 1, 2);
+  EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin() + calls[0].args[0].value));
+  const std::vector<uint8_t> norms = chunkMajorNorms(before.data() + 2112, 33, 1);
+  EXPECT_TRUE(std::equal(norms.begin(), norms.end(), program.weights.begin() + calls[0].args[1].value));
+  const std::vector<uint8_t> cq4 = tileCqLutDword(before.data() + 2304, 16, 1, 4);
+  EXPECT_TRUE(std::equal(cq4.begin(), cq4.end(), program.weights.begin() + calls[1].args[0].value));
 }
 
 TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
@@ -432,8 +494,8 @@ TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
   EXPECT_TRUE(std::equal(before.begin() + 4096, before.begin() + 8192, program.weights.begin() + 4096));
 
   KernelProgram tiles = programOf({cqCall("cq_matvec", 0, 2048, 4, 32), cqCall("cq_matvec", 2112, 3200, 4, 17)}, 3264);
-  useCqLutDwordLayout(tiles, {4}, "cqlut_exact_dword_matmul_avx512", kWholeCqLutTiles);
-  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cqlut_exact_dword_matmul_avx512");
+  useCqLutDwordLayout(tiles, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
+  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cq4_exact_dword_matmul_avx512");
   EXPECT_EQ(tiles.step[0].calls[1].kernel, "cq_matvec");
 }
 
