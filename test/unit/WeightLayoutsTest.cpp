@@ -291,25 +291,33 @@ TEST(WeightLayouts, CqLutDwordHoldsEachRowsUnitsInItsOwnLane) {
   EXPECT_EQ(tileCqLutDword(cq4.data(), 6, 1, 4), want4);
 }
 
-TEST(WeightLayouts, CqLutDwordReadsBackEveryColumnOfEveryRow) {
-  // Every unit's code where needle_rt::CqLutDword says it is (the VNNI kernel's reading).
+/// Every read-back matrix in a layout (`lay`), each unit's code read where code(laid, bits, tiles,
+/// r, g, u) says it is, against the file's.
+template <typename Lay, typename Code> void expectEveryCodeReadBack(Lay lay, Code code) {
   const int64_t rows = kReadBackRows, groups = kReadBackGroups, tiles = needle_rt::CqLut16::tiles(rows);
   forEachReadBackMatrix([&](int bits, auto index, const std::vector<uint8_t> &packed) {
-    const std::vector<uint8_t> tiled = tileCqLutDword(packed.data(), rows, groups, bits);
+    const std::vector<uint8_t> laid = lay(packed.data(), rows, groups, bits);
     const int64_t perUnit = 4 / bits;
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t g = 0; g < groups; ++g) {
-        const uint8_t *tileGroup = tiled.data() + needle_rt::CqLut16::tile_group_bytes(bits) *
-                                                      needle_rt::CqLut16::offset(tiles, groups, r / 16, g);
+      for (int64_t g = 0; g < groups; ++g)
         for (int64_t u = 0; u < 32 * bits; ++u) {
           unsigned want = 0;
           for (int64_t j = 0; j < perUnit; ++j)
             want |= index(r, 128 * g + perUnit * u + j) << (bits * j);
-          ASSERT_EQ(needle_rt::cqlut_code<needle_rt::CqLutDword>(tileGroup, r % 16, u), want)
+          ASSERT_EQ(code(laid, bits, tiles, r, g, u), want)
               << "bits " << bits << " row " << r << " group " << g << " unit " << u;
         }
-      }
   });
+}
+
+TEST(WeightLayouts, CqLutDwordReadsBackEveryColumnOfEveryRow) {
+  // Every unit's code where needle_rt::CqLutDword says it is (the VNNI kernel's reading).
+  expectEveryCodeReadBack(
+      tileCqLutDword, [](const std::vector<uint8_t> &laid, int bits, int64_t tiles, int64_t r, int64_t g, int64_t u) {
+        const uint8_t *tileGroup = laid.data() + needle_rt::CqLut16::tile_group_bytes(bits) *
+                                                     needle_rt::CqLut16::offset(tiles, kReadBackGroups, r / 16, g);
+        return needle_rt::cqlut_code<needle_rt::CqLutDword>(tileGroup, r % 16, u);
+      });
 }
 
 TEST(WeightLayouts, CqLutChunkMajorLaysChunksGroupByGroupTileAfterTile) {
@@ -337,21 +345,11 @@ TEST(WeightLayouts, CqLutChunkMajorLaysChunksGroupByGroupTileAfterTile) {
 TEST(WeightLayouts, CqLutChunkMajorReadsBackEveryColumnOfEveryRow) {
   // Every unit's code where needle_rt::CqLutChunkMajor and CqLutDword say it is (the exact CQ2
   // kernel's reading on AVX-512).
-  const int64_t rows = kReadBackRows, groups = kReadBackGroups, tiles = needle_rt::CqLut16::tiles(rows);
-  forEachReadBackMatrix([&](int bits, auto index, const std::vector<uint8_t> &packed) {
-    const std::vector<uint8_t> laid = tileCqLutChunkMajor(packed.data(), rows, groups, bits);
-    const int64_t perUnit = 4 / bits;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t g = 0; g < groups; ++g)
-        for (int64_t u = 0; u < 32 * bits; ++u) {
-          unsigned want = 0;
-          for (int64_t j = 0; j < perUnit; ++j)
-            want |= index(r, 128 * g + perUnit * u + j) << (bits * j);
-          const int64_t at = needle_rt::CqLutChunkMajor::chunk(tiles, r / 16, g, u / 8, bits) +
-                             needle_rt::CqLutDword::byte(r % 16, u) % 64;
-          ASSERT_EQ((laid[static_cast<size_t>(at)] >> needle_rt::CqLutDword::shift(u)) & 15u, want)
-              << "bits " << bits << " row " << r << " group " << g << " unit " << u;
-        }
+  expectEveryCodeReadBack(tileCqLutChunkMajor, [](const std::vector<uint8_t> &laid, int bits, int64_t tiles, int64_t r,
+                                                  int64_t g, int64_t u) {
+    const int64_t at =
+        needle_rt::CqLutChunkMajor::chunk(tiles, r / 16, g, u / 8, bits) + needle_rt::CqLutDword::byte(r % 16, u) % 64;
+    return (laid[static_cast<size_t>(at)] >> needle_rt::CqLutDword::shift(u)) & 15u;
   });
 }
 
