@@ -434,15 +434,27 @@ struct CqLutDword {
 };
 
 /// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512).
-/// CqLutDword's tiles, units, codes and 64-byte chunks, chunk-major: group by group, chunk by
-/// chunk, tile after tile, so chunk m of tile t's group g starts chunk(...) bytes in; a tile's
-/// norms of a group, 16 fp16, group by group, tile after tile. A kernel that holds one chunk's
-/// tables in registers then reads every tile's codes for them as one stream.
+/// CqLutDword's tiles, units, codes and 64-byte chunks, in slabs of up to 64 tiles (1024 rows),
+/// slab after slab; within a slab chunk-major: group by group, chunk by chunk, tile after tile,
+/// so chunk m of tile t's group g starts chunk(...) bytes in. A tile's norms of a group, 16 fp16,
+/// the same way: slab by slab, group by group, tile after tile. A kernel that holds one chunk's
+/// tables in registers then reads a slab's tiles' codes for them as one stream, and the whole
+/// matrix as one stream, slab after slab.
 struct CqLutChunkMajor {
-  static int64_t chunk(int64_t tiles, int64_t t, int64_t g, int64_t m, int bits) {
-    return ((g * 4 * bits + m) * tiles + t) * 64;
+  static constexpr int64_t slab_tiles = 64;
+  /// The first tile of t's slab, and the slab's tiles.
+  static int64_t slab_start(int64_t t) { return t / slab_tiles * slab_tiles; }
+  static int64_t slab_size(int64_t tiles, int64_t t) {
+    return tiles - slab_start(t) < slab_tiles ? tiles - slab_start(t) : slab_tiles;
   }
-  static int64_t norms(int64_t tiles, int64_t t, int64_t g) { return CqLut16::tile * (g * tiles + t); }
+  static int64_t chunk(int64_t tiles, int64_t groups, int64_t t, int64_t g, int64_t m, int bits) {
+    const int64_t start = slab_start(t), chunks = 4 * bits;
+    return (start * groups * chunks + (g * chunks + m) * slab_size(tiles, t) + (t - start)) * 64;
+  }
+  static int64_t norms(int64_t tiles, int64_t groups, int64_t t, int64_t g) {
+    const int64_t start = slab_start(t);
+    return CqLut16::tile * (start * groups + g * slab_size(tiles, t) + (t - start));
+  }
 };
 
 /// Row r's code of unit u in a tile's group of a CqLut16 or CqLutDword matrix.
@@ -1617,31 +1629,28 @@ NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, 
   }
 }
 
-/// Tiles a pass of cq2_exact_chunk_matvec_avx512 keeps sums for: 1024 rows, 8 KB of sums on the
-/// stack (needle3's widest CQ2 matrix has 768 rows; a wider one builds its tables once per slab).
-constexpr int64_t kCq2SlabTiles = 64;
-
-/// One CQ2 token's y on CqLutChunkMajor, up to 1024 rows (a slab) at a time: group by group, its
-/// fixed-point tables (4 KB), every tile's sums on them (cq2_fixed_chunk_tiles_avx512), back to
-/// float (exact below 2^24; above, rounded as a float sum is) and scaled by the rows' norms.
+/// One CQ2 token's y on CqLutChunkMajor, slab by slab (up to 1024 rows, 8 KB of sums on the
+/// stack): group by group, its fixed-point tables (4 KB), every tile's sums on them
+/// (cq2_fixed_chunk_tiles_avx512), back to float (exact below 2^24; above, rounded as a float sum
+/// is) and scaled by the rows' norms. A matrix of more than one slab builds its tables per slab.
 NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
                                                            const float *codebook, int64_t rows, int64_t groups,
                                                            const float *x_rot, float *y) {
   alignas(64) Cq2FixedTables tables;
-  alignas(64) int32_t sums[kCq2SlabTiles][CqLut16::tile];
-  alignas(64) float out[kCq2SlabTiles][CqLut16::tile];
+  alignas(64) int32_t sums[CqLutChunkMajor::slab_tiles][CqLut16::tile];
+  alignas(64) float out[CqLutChunkMajor::slab_tiles][CqLut16::tile];
   const Cq2PairCodebook c = cq2_pair_codebook_avx512(codebook);
   const float largest_code = std::fmax(std::fmax(std::fabs(codebook[0]), std::fabs(codebook[1])),
                                        std::fmax(std::fabs(codebook[2]), std::fabs(codebook[3])));
   const int64_t tiles = CqLut16::tiles(rows);
-  for (int64_t t0 = 0; t0 < tiles; t0 += kCq2SlabTiles) {
-    const int64_t slab = tiles - t0 < kCq2SlabTiles ? tiles - t0 : kCq2SlabTiles;
+  for (int64_t t0 = 0; t0 < tiles; t0 += CqLutChunkMajor::slab_tiles) {
+    const int64_t slab = CqLutChunkMajor::slab_size(tiles, t0);
     for (int64_t g = 0; g < groups; ++g) {
       cq2_fixed_tables_avx512(c, largest_code, x_rot + g * cq_group, tables);
-      cq2_fixed_chunk_tiles_avx512(packed + CqLutChunkMajor::chunk(tiles, t0, g, 0, 2), 64 * tiles, slab,
+      cq2_fixed_chunk_tiles_avx512(packed + CqLutChunkMajor::chunk(tiles, groups, t0, g, 0, 2), 64 * slab, slab,
                                    tables.entries, g == groups - 1 && t0 + slab == tiles, sums);
       const __m512 unscale = _mm512_set1_ps(tables.unscale);
-      const uint16_t *group_norms = norms + CqLutChunkMajor::norms(tiles, t0, g);
+      const uint16_t *group_norms = norms + CqLutChunkMajor::norms(tiles, groups, t0, g);
       for (int64_t k = 0; k < slab; ++k) {
         const __m512 n = _mm512_maskz_cvtph_ps(
             kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(group_norms + CqLut16::tile * k)));

@@ -142,13 +142,15 @@ std::vector<uint8_t> tileCqLutChunkMajor(const uint8_t *packed, int64_t rows, in
   for (int64_t t = 0; t < tiles; ++t)
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t m = 0; m < 4 * bits; ++m)
-        std::memcpy(&out[static_cast<size_t>(needle_rt::CqLutChunkMajor::chunk(tiles, t, g, m, bits))],
+        std::memcpy(&out[static_cast<size_t>(needle_rt::CqLutChunkMajor::chunk(tiles, groups, t, g, m, bits))],
                     &dword[static_cast<size_t>(tileGroupBytes * blockOffset(tiles, groups, t, g) + 64 * m)], 64);
   return out;
 }
 
 std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t groups) {
-  return tileNorms(norms, rows, groups, needle_rt::CqLutChunkMajor::norms);
+  return tileNorms(norms, rows, groups, [groups](int64_t tiles, int64_t t, int64_t g) {
+    return needle_rt::CqLutChunkMajor::norms(tiles, groups, t, g);
+  });
 }
 
 bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }

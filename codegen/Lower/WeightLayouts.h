@@ -53,12 +53,13 @@ std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t
 std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// The CqLutChunkMajor layout of a CQ2 or CQ4 matrix (needle_rt::CqLutChunkMajor, docs/targets.md),
-/// the object's exact CQ2 with AVX-512F: CqLutDword's 64-byte chunks, chunk m of tile t's group g
-/// at ((g·4·bits + m)·tiles + t)·64 bytes (group by group, chunk by chunk, tile after tile).
+/// the object's exact CQ2 with AVX-512F: CqLutDword's 64-byte chunks in slabs of up to 64 tiles,
+/// slab after slab, and within a slab group by group, chunk by chunk, tile after tile.
 std::vector<uint8_t> tileCqLutChunkMajor(const uint8_t *packed, int64_t rows, int64_t groups, int bits);
 
 /// The norms [rows][groups] (fp16) of a matrix in the CqLutChunkMajor layout's order: 16 per
-/// tile's group (zeros for the last tile's padding rows), group by group, tile after tile.
+/// tile's group (zeros for the last tile's padding rows), slab by slab, group by group, tile after
+/// tile.
 std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t groups);
 
 /// Whether `call` is a CQ matvec, one token's or a batch's, on the file's layout: their first
