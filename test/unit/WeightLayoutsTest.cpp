@@ -372,8 +372,8 @@ TEST(WeightLayouts, CqLutChunkMajorReadsBackEveryColumnOfEveryRow) {
   // kernel's reading on AVX-512).
   expectEveryCodeReadBack(tileCqLutChunkMajor, [](const std::vector<uint8_t> &laid, int bits, int64_t tiles, int64_t r,
                                                   int64_t g, int64_t u) {
-    const int64_t at =
-        needle_rt::CqLutChunkMajor::chunk(tiles, kReadBackGroups, r / 16, g, u / 8, bits) + needle_rt::CqLutDword::byte(r % 16, u) % 64;
+    const int64_t at = needle_rt::CqLutChunkMajor::chunk(tiles, kReadBackGroups, r / 16, g, u / 8, bits) +
+                       needle_rt::CqLutDword::byte(r % 16, u) % 64;
     return (laid[static_cast<size_t>(at)] >> needle_rt::CqLutDword::shift(u)) & 15u;
   });
 }
