@@ -1629,8 +1629,8 @@ NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, 
   }
 }
 
-/// One CQ2 token's y on CqLutChunkMajor, slab by slab (up to 1024 rows, 8 KB of sums on the
-/// stack): group by group, its fixed-point tables (4 KB), every tile's sums on them
+/// One CQ2 token's y on CqLutChunkMajor, slab by slab (up to 1024 rows, 8 KB of sums and
+/// outputs on the stack): group by group, its fixed-point tables (4 KB), every tile's sums on them
 /// (cq2_fixed_chunk_tiles_avx512), back to float (exact below 2^24; above, rounded as a float sum
 /// is) and scaled by the rows' norms. A matrix of more than one slab builds its tables per slab.
 NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed, const uint16_t *norms,

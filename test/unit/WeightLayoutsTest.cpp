@@ -346,24 +346,25 @@ TEST(WeightLayouts, CqLutChunkMajorLaysSlabAfterSlab) {
   // CQ2, 1040 rows (65 tiles: a slab of 64 and one of 1) of 2 groups. Row 1039 (tile 64, the
   // second slab's only tile, row 15 of it), column 146 = group 1's index 18: unit 9, code 1, in
   // chunk 1 (CqLutDword's byte 64 + 4·15 + 1, low nibble) of tile 64's group 1. The first slab
-  // takes 64 · 2 · 8 chunks, 65536 bytes; in the second, group 1's chunk 1 is its (1·8 + 1)th:
-  // 65536 + 9·64 + 61 = 66173. Row 1008 (tile 63, row 0), column 0: unit 0, tile 63's group 0's
-  // chunk 0, byte 63·64 = 4032. Row 1039's norm of group 1 lies 16·(64·2 + 1) + 15 = 2079 halves
-  // in; row 1008's of group 0 16·63 = 1008 halves in.
+  // takes 64 · 2 · 8 chunks, 65536 bytes; in the second, group 1's chunk 1 is chunk 1·8 + 1 = 9:
+  // 65536 + 9·64 + 61 = 66173. Row 1008 (tile 63, row 0), column 128 = group 1's index 0: unit 0,
+  // tile 63's group 1's chunk 0, chunk (1·8 + 0)·64 + 63 of the first slab (64 tiles, not 65):
+  // byte 575·64 = 36800. Row 1039's norm of group 1 lies 16·(64·2 + 1) + 15 = 2079 halves in;
+  // row 1008's of group 1 16·(1·64 + 63) = 2032 halves in.
   const int64_t rows = 1040, groups = 2;
   std::vector<uint8_t> packed(rows * 64, 0); // the file: 4 indices per byte, little-endian
   packed[1039 * 64 + 146 / 4] = static_cast<uint8_t>(1 << (2 * (146 % 4)));
-  packed[1008 * 64] = 1;
+  packed[1008 * 64 + 128 / 4] = 1;
   std::vector<uint8_t> want(65 * groups * 8 * 64, 0);
   want[66173] = 1;
-  want[4032] = 1;
+  want[36800] = 1;
   EXPECT_EQ(tileCqLutChunkMajor(packed.data(), rows, groups, 2), want);
   std::vector<uint8_t> norms(rows * groups * 2, 0); // [rows][groups] fp16
   norms[2 * (1039 * 2 + 1)] = 0xAB;
-  norms[2 * (1008 * 2 + 0) + 1] = 0xCD;
+  norms[2 * (1008 * 2 + 1) + 1] = 0xCD;
   std::vector<uint8_t> wantNorms(65 * 16 * groups * 2, 0);
   wantNorms[2 * 2079] = 0xAB;
-  wantNorms[2 * 1008 + 1] = 0xCD;
+  wantNorms[2 * 2032 + 1] = 0xCD;
   EXPECT_EQ(chunkMajorNorms(norms.data(), rows, groups), wantNorms);
 }
 
