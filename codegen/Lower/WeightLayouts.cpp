@@ -115,14 +115,14 @@ std::vector<uint8_t> tileCqLutDword(const uint8_t *packed, int64_t rows, int64_t
 namespace {
 
 /// The norms [rows][groups] (fp16) of a tiled layout: row r's of group g at halves
-/// tileGroup(tiles, r / 16, g) + r % 16 (zeros for the last tile's padding rows).
+/// tileGroup(tiles, groups, r / 16, g) + r % 16 (zeros for the last tile's padding rows).
 template <typename TileGroup>
 std::vector<uint8_t> tileNorms(const uint8_t *norms, int64_t rows, int64_t groups, TileGroup tileGroup) {
   const int64_t tiles = needle_rt::CqLut16::tiles(rows);
   std::vector<uint8_t> out(static_cast<size_t>(tiles * kLutTile * groups * 2), 0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g)
-      std::memcpy(&out[static_cast<size_t>(2 * (tileGroup(tiles, r / kLutTile, g) + r % kLutTile))],
+      std::memcpy(&out[static_cast<size_t>(2 * (tileGroup(tiles, groups, r / kLutTile, g) + r % kLutTile))],
                   norms + 2 * (r * groups + g), 2);
   return out;
 }
@@ -130,7 +130,7 @@ std::vector<uint8_t> tileNorms(const uint8_t *norms, int64_t rows, int64_t group
 } // namespace
 
 std::vector<uint8_t> blockCqLut16Norms(const uint8_t *norms, int64_t rows, int64_t groups) {
-  return tileNorms(norms, rows, groups, [groups](int64_t tiles, int64_t t, int64_t g) {
+  return tileNorms(norms, rows, groups, [](int64_t tiles, int64_t groups, int64_t t, int64_t g) {
     return kLutTile * blockOffset(tiles, groups, t, g);
   });
 }
@@ -148,9 +148,7 @@ std::vector<uint8_t> tileCqLutChunkMajor(const uint8_t *packed, int64_t rows, in
 }
 
 std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t groups) {
-  return tileNorms(norms, rows, groups, [groups](int64_t tiles, int64_t t, int64_t g) {
-    return needle_rt::CqLutChunkMajor::norms(tiles, groups, t, g);
-  });
+  return tileNorms(norms, rows, groups, needle_rt::CqLutChunkMajor::norms);
 }
 
 bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
