@@ -1534,25 +1534,36 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_matmul_avx512(const uint8_t *packed
   });
 }
 
-/// A CQ2 group's pair tables in fixed point, for cq2_fixed_chunk_tiles_avx512: each entry
-/// c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] (cq2_pair_tables_avx512's float) times 2^shift, rounded
-/// to int32. bound = max|c| · max_u (|x[2u]| + |x[2u + 1]|) is at least every entry's magnitude
-/// (to rounding) and at most twice the largest; shift puts it in [2^23, 2^24), so a row's 64
-/// lookups sum in int32 with room to spare (64 · 2^24 = 2^30) and each entry is off by at most
-/// 2^-24 of bound: a group's sum strays by at most 64 · 2^-24 · bound, as its float sum would by
-/// 63 · 2^-24 · Σ|entries looked up|. Why integers: Zen 4 issues vpermd with vpaddd 2 a cycle,
-/// vpermps with vaddps 1.4 (docs/performance.md). unscale is -shift for vscalefps, or NaN where
-/// an input is infinite or NaN, or the inputs so large that their sum overflows (as float entries
-/// could too): that group's rows come out NaN.
-struct Cq2FixedTables {
-  alignas(64) int32_t entries[64 * 16];
+/// The fixed point of a CQ group's tables (Cq2FixedTables, CqPlaneTables): each entry of CQ2's pair
+/// tables c[k & 3]·x[2u] + c[k >> 2]·x[2u + 1] (cq2_pair_tables_avx512's float), or of CQ4's unit
+/// tables c[k]·x[u], times 2^shift, rounded to an integer. For CQ2, bound = max|c| · max_u (|x[2u]|
+/// + |x[2u + 1]|) (CQ4: max|c| · max_u |x[u]|) is at least every entry's magnitude (to rounding)
+/// and at most twice the largest; shift puts it (with a margin for rounding) in [2^22, 2^23), so
+/// every entry lies in (-2^23, 2^23): three bytes hold any entry (the byte planes'), a row's n
+/// lookups per group (CQ2 64, CQ4 128) sum in int32 with room to spare (128 · 2^23 = 2^30), and
+/// each entry is off by at most 2^-23 of bound: a group's sum strays by at most n · 2^-23 · bound,
+/// as its float sum would by (n - 1) · 2^-24 · Σ|entries looked up|. Why integers: Zen 4 issues
+/// vpermd with vpaddd 2 a cycle, vpermps with vaddps 1.4 (docs/performance.md). unscale is -shift
+/// for vscalefps, or NaN where an input is infinite or NaN, or the inputs so large that their sum
+/// overflows (as float entries could too): that group's rows come out NaN.
+struct CqFixedPoint {
+  __m512 shift; // in every lane, for vscalefps
   float unscale;
 };
 
-/// cq2_pair_tables_avx512's entries times 2^shift (exact: a power of 2), rounded to int32
-/// (Cq2FixedTables). largest_code is max|c|.
-NEEDLE_RT_AVX512 inline void cq2_fixed_tables_avx512(const Cq2PairCodebook &c, float largest_code, const float *x,
-                                                     Cq2FixedTables &out) {
+/// The fixed point of a group whose table entries are at most `bound` in magnitude (to rounding);
+/// finite: no input is infinite or NaN, nor their sum.
+NEEDLE_RT_AVX512 inline CqFixedPoint cq_fixed_point(float bound, bool finite) {
+  finite = finite && std::isfinite(bound);
+  // 2^-20 over bound (in double: bound may be near the float range's top) covers the roundings of
+  // bound and of an entry's products and sum (4 in all, each 2^-24 at most): scaled, an entry stays
+  // below 2^23 - 2, so it rounds into three bytes with no clamp.
+  const int shift = bound > 0.0f && finite ? 22 - std::ilogb(static_cast<double>(bound) * (1 + 0x1p-20)) : 0;
+  return {_mm512_set1_ps(static_cast<float>(shift)), finite ? static_cast<float>(-shift) : NAN};
+}
+
+/// The fixed point of the CQ2 group of inputs x (CqFixedPoint); largest_code is max|c|.
+NEEDLE_RT_AVX512 inline CqFixedPoint cq2_fixed_point_avx512(float largest_code, const float *x) {
   const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
   // |x[2u]| + |x[2u + 1]| lane by lane: the largest so far, and the sum, which (unlike vmaxps)
@@ -1566,18 +1577,32 @@ NEEDLE_RT_AVX512 inline void cq2_fixed_tables_avx512(const Cq2PairCodebook &c, f
     widest = _mm512_maskz_max_ps(kAll16, widest, pair);
     total = _mm512_add_ps(total, pair);
   }
-  const float bound = largest_code * avx2_lane_max(_mm256_max_ps(avx512_half<0>(widest), avx512_half<1>(widest)));
-  const bool finite =
-      std::isfinite(bound) && std::isfinite(avx2_lane_sum(_mm256_add_ps(avx512_half<0>(total), avx512_half<1>(total))));
-  const int shift = bound > 0.0f && finite ? 23 - std::ilogb(bound) : 0;
-  out.unscale = finite ? static_cast<float>(-shift) : NAN;
-  const __m512 scale = _mm512_set1_ps(static_cast<float>(shift));
-  for (int u = 0; u < 64; ++u) {
-    const __m512 entries = _mm512_add_ps(_mm512_mul_ps(c.first, _mm512_set1_ps(x[2 * u])),
-                                         _mm512_mul_ps(c.second, _mm512_set1_ps(x[2 * u + 1])));
-    _mm512_store_si512(out.entries + 16 * u,
-                       _mm512_maskz_cvtps_epi32(kAll16, _mm512_maskz_scalef_ps(kAll16, entries, scale)));
-  }
+  return cq_fixed_point(largest_code * avx2_lane_max(_mm256_max_ps(avx512_half<0>(widest), avx512_half<1>(widest))),
+                        std::isfinite(avx2_lane_sum(_mm256_add_ps(avx512_half<0>(total), avx512_half<1>(total)))));
+}
+
+/// Unit u's 16 pair-table entries in the fixed point f (exact scaling: a power of 2).
+NEEDLE_RT_AVX512 inline __m512i cq2_fixed_unit_avx512(const Cq2PairCodebook &c, const float *x, int u,
+                                                      const CqFixedPoint &f) {
+  const __m512 entries = _mm512_add_ps(_mm512_mul_ps(c.first, _mm512_set1_ps(x[2 * u])),
+                                       _mm512_mul_ps(c.second, _mm512_set1_ps(x[2 * u + 1])));
+  return _mm512_maskz_cvtps_epi32(kAll16, _mm512_maskz_scalef_ps(kAll16, entries, f.shift));
+}
+
+/// A CQ2 group's pair tables in fixed point (CqFixedPoint) as int32, unit u's 16 entries at 16u,
+/// for cq2_fixed_chunk_tiles_avx512.
+struct Cq2FixedTables {
+  alignas(64) int32_t entries[64 * 16];
+  float unscale;
+};
+
+/// The CQ2 group of inputs x's Cq2FixedTables; largest_code is max|c|.
+NEEDLE_RT_AVX512 inline void cq2_fixed_tables_avx512(const Cq2PairCodebook &c, float largest_code, const float *x,
+                                                     Cq2FixedTables &out) {
+  const CqFixedPoint f = cq2_fixed_point_avx512(largest_code, x);
+  out.unscale = f.unscale;
+  for (int u = 0; u < 64; ++u)
+    _mm512_store_si512(out.entries + 16 * u, cq2_fixed_unit_avx512(c, x, u, f));
 }
 
 /// One 64-byte chunk's 16 CQ2 row sums of its 8 units (in the tables' fixed point) on their tables
@@ -1612,11 +1637,12 @@ inline void prefetch_codes(const uint8_t *at) {
 /// one 64-byte load a cycle, which held that kernel more than its lookups (docs/performance.md).
 /// ends_matrix when the last tile's group is the matrix's last.
 NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, int64_t chunk_run, int64_t slab,
-                                                          const int32_t *t, bool ends_matrix, int32_t (*sums)[16]) {
+                                                          const Cq2FixedTables &t, bool ends_matrix,
+                                                          int32_t (*sums)[16]) {
   for (int m = 0; m < 8; ++m) {
     __m512i tables[8];
     for (int b = 0; b < 8; ++b)
-      tables[b] = _mm512_load_si512(t + 16 * (8 * m + b));
+      tables[b] = _mm512_load_si512(t.entries + 16 * (8 * m + b));
     const uint8_t *run = group + m * chunk_run;
     const bool last_run = ends_matrix && m == 7; // nothing past its last chunk may be read
     for (int64_t k = 0; k < slab; ++k) {
@@ -1630,13 +1656,14 @@ NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, 
 }
 
 /// One CQ2 token's y on CqLutChunkMajor, slab by slab (up to 1024 rows, 8 KB of sums and
-/// outputs on the stack): group by group, its fixed-point tables (4 KB), every tile's sums on them
-/// (cq2_fixed_chunk_tiles_avx512), back to float (exact below 2^24; above, rounded as a float sum
-/// is) and scaled by the rows' norms. A matrix of more than one slab builds its tables per slab.
-NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                           const float *codebook, int64_t rows, int64_t groups,
-                                                           const float *x_rot, float *y) {
-  alignas(64) Cq2FixedTables tables;
+/// outputs on the stack): group by group, its fixed-point tables (kBuildTables into Tables),
+/// every tile's sums on them (kSumTiles, as cq2_fixed_chunk_tiles_avx512), back to float (exact
+/// below 2^24; above, rounded as a float sum is) and scaled by the rows' norms. A matrix of more
+/// than one slab builds its tables per slab.
+template <typename Tables, auto kBuildTables, auto kSumTiles>
+NEEDLE_RT_AVX512 inline void cq2_chunk_major_matvec(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                    int64_t rows, int64_t groups, const float *x_rot, float *y) {
+  alignas(64) Tables tables;
   alignas(64) int32_t sums[CqLutChunkMajor::slab_tiles][CqLut16::tile];
   alignas(64) float out[CqLutChunkMajor::slab_tiles][CqLut16::tile];
   const Cq2PairCodebook c = cq2_pair_codebook_avx512(codebook);
@@ -1646,9 +1673,9 @@ NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed
   for (int64_t t0 = 0; t0 < tiles; t0 += CqLutChunkMajor::slab_tiles) {
     const int64_t slab = CqLutChunkMajor::slab_size(tiles, t0);
     for (int64_t g = 0; g < groups; ++g) {
-      cq2_fixed_tables_avx512(c, largest_code, x_rot + g * cq_group, tables);
-      cq2_fixed_chunk_tiles_avx512(packed + CqLutChunkMajor::chunk(tiles, groups, t0, g, 0, 2), 64 * slab, slab,
-                                   tables.entries, g == groups - 1 && t0 + slab == tiles, sums);
+      kBuildTables(c, largest_code, x_rot + g * cq_group, tables);
+      kSumTiles(packed + CqLutChunkMajor::chunk(tiles, groups, t0, g, 0, 2), 64 * slab, slab, tables,
+                g == groups - 1 && t0 + slab == tiles, sums);
       const __m512 unscale = _mm512_set1_ps(tables.unscale);
       const uint16_t *group_norms = norms + CqLutChunkMajor::norms(tiles, groups, t0, g);
       for (int64_t k = 0; k < slab; ++k) {
@@ -1665,12 +1692,14 @@ NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matvec_avx512(const uint8_t *packed
 }
 
 /// The exact mode's needle.cq_matmul of a CQ2 matrix with AVX-512F on CqLutChunkMajor (the object
-/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature), token by token.
+/// backend's, where the CPU has AVX-512F but not VBMI and VNNI: cqlut_matmul's signature), token
+/// by token on int32 pair tables.
 NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
                                                            const float *codebook, int, int64_t rows, int64_t cols,
                                                            const float *x_rot, float *y, int64_t stride, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
-    cq2_exact_chunk_matvec_avx512(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
+    cq2_chunk_major_matvec<Cq2FixedTables, cq2_fixed_tables_avx512, cq2_fixed_chunk_tiles_avx512>(
+        packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
 }
 
 /// One CQ4 row's Σ over a block of `count` groups (CqX8) with AVX-512F, as 8 partial sums: per 16
@@ -1802,6 +1831,219 @@ NEEDLE_RT_AVX512_VNNI inline void cqlut_matmul_avx512vnni(const uint8_t *packed,
                                                           const float *codebook, int bits, int64_t rows, int64_t cols,
                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutAvx512Vnni>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+}
+
+/// A CQ group's unit tables in fixed point (CqFixedPoint; CQ2's units are pairs) cut into byte
+/// planes for vpermb: planes[s][p] holds byte p of the entries of units 4s..4s+3 (p = 0 the
+/// lowest, 2 the highest and signed: an entry lies in (-2^23, 2^23)), unit 4s + b's 16 at bytes
+/// 16b..16b+15, the 64-entry table that a CqLutDword index byte (its code | 16b) looks up in.
+/// Chunk m's low nibbles read set 2m, its high ones set 2m + 1.
+template <int kBits> struct CqPlaneTables {
+  alignas(64) uint8_t planes[8 * kBits][3][64];
+  float unscale;
+};
+
+/// Units 4s..4s+3's fixed-point tables (unit[b] unit 4s + b's 16 entries) as set s's 3 byte planes
+/// (CqPlaneTables): per plane, byte p of every int32 entry by two 2-source byte permutes and a blend.
+NEEDLE_RT_AVX512_VNNI inline void cq_store_byte_planes_avx512vnni(const __m512i (&unit)[4], uint8_t (*planes)[64]) {
+  // Byte j (and j + 32) of the index: byte 4j of two units' 32 entries, plus p.
+  const __m512i first_bytes =
+      _mm512_setr_epi32(0x0C080400, 0x1C181410, 0x2C282420, 0x3C383430, 0x4C484440, 0x5C585450, 0x6C686460, 0x7C787470,
+                        0x0C080400, 0x1C181410, 0x2C282420, 0x3C383430, 0x4C484440, 0x5C585450, 0x6C686460, 0x7C787470);
+  for (int p = 0; p < 3; ++p) {
+    const __m512i pick = _mm512_add_epi8(first_bytes, _mm512_set1_epi8(static_cast<char>(p)));
+    const __m512i low = _mm512_maskz_permutex2var_epi8(kAll64, unit[0], pick, unit[1]);
+    const __m512i high = _mm512_maskz_permutex2var_epi8(kAll64, unit[2], pick, unit[3]);
+    _mm512_store_si512(planes[p], _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, low, high));
+  }
+}
+
+/// The CQ2 group of inputs x's CqPlaneTables; largest_code is max|c|.
+NEEDLE_RT_AVX512_VNNI inline void cq2_plane_tables_avx512vnni(const Cq2PairCodebook &c, float largest_code,
+                                                              const float *x, CqPlaneTables<2> &out) {
+  const CqFixedPoint f = cq2_fixed_point_avx512(largest_code, x);
+  out.unscale = f.unscale;
+  for (int s = 0; s < 16; ++s) {
+    __m512i unit[4];
+    for (int b = 0; b < 4; ++b)
+      unit[b] = cq2_fixed_unit_avx512(c, x, 4 * s + b, f);
+    cq_store_byte_planes_avx512vnni(unit, out.planes[s]);
+  }
+}
+
+/// acc plus a row's 8 entries of one byte plane of a CqLutDword chunk (4 units a nibble): the low
+/// nibbles' indices looked up in low_table, the high ones' in high_table, each row's 4 bytes of
+/// each added into its lane by vpdpbusd, as signed bytes for the highest plane.
+NEEDLE_RT_AVX512_VNNI inline __m512i cq_plane_lookups_avx512vnni(bool high_plane, __m512i low, __m512i high,
+                                                                 __m512i low_table, __m512i high_table, __m512i acc) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i a = _mm512_maskz_permutexvar_epi8(kAll64, low, low_table),
+                b = _mm512_maskz_permutexvar_epi8(kAll64, high, high_table);
+  return high_plane ? _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, ones, a), ones, b)
+                    : _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, a, ones), b, ones);
+}
+
+/// One chunk of every tile of a slab added into the tiles' byte-plane sums (planes[k][p], tile k's
+/// of plane p; kFirst: the group's first chunk, so the sums start at 0), tile k's chunk at run +
+/// 64k, for cq2_plane_chunk_tiles_avx512vnni: the chunk's 6 planes (sets[0] its low nibbles',
+/// sets[1] its high nibbles') in registers for every tile.
+template <bool kFirst>
+NEEDLE_RT_AVX512_VNNI inline void cq2_plane_chunk_avx512vnni(const uint8_t *run, int64_t slab,
+                                                             const uint8_t (*sets)[3][64], int32_t (*planes)[3][16]) {
+  const __m512i nibble = _mm512_set1_epi8(15);
+  const __m512i units = _mm512_set1_epi32(0x30201000); // byte b of a lane reads entries 16b..16b+15
+  __m512i low_tables[3], high_tables[3];
+#pragma GCC unroll 3
+  for (int p = 0; p < 3; ++p) {
+    low_tables[p] = _mm512_load_si512(sets[0][p]);
+    high_tables[p] = _mm512_load_si512(sets[1][p]);
+  }
+  for (int64_t k = 0; k < slab; ++k) {
+    const uint8_t *chunk = run + 64 * k;
+    prefetch_codes(chunk);
+    const __m512i codes = _mm512_loadu_si512(chunk);
+    const __m512i low = _mm512_ternarylogic_epi32(codes, nibble, units, 0xEA), // (codes & 15) | units
+        high = _mm512_ternarylogic_epi32(_mm512_maskz_srli_epi16(kAll32, codes, 4), nibble, units, 0xEA);
+#pragma GCC unroll 3
+    for (int p = 0; p < 3; ++p) {
+      const __m512i acc = kFirst ? _mm512_setzero_si512() : _mm512_load_si512(planes[k][p]);
+      _mm512_store_si512(planes[k][p],
+                         cq_plane_lookups_avx512vnni(p == 2, low, high, low_tables[p], high_tables[p], acc));
+    }
+  }
+}
+
+/// cq2_fixed_chunk_tiles_avx512's sums on CqPlaneTables, the same integers: chunk by chunk
+/// (cq2_plane_chunk_avx512vnni), its 6 planes in registers for every tile; per tile, each byte's
+/// low nibble with its place in the lane above it indexes one vpermb per plane, the high nibble
+/// another, and vpdpbusd adds a row's 4 bytes of a plane into its 32-bit lane (the high plane
+/// signed). Per 64-byte chunk 15 vector operations, where vpermd and vpaddd took 22, all on the two
+/// ports of Intel's zmm units (docs/performance.md). The planes' sums are joined per group;
+/// ends_matrix is unused: a chunk is read by one load.
+NEEDLE_RT_AVX512_VNNI inline void cq2_plane_chunk_tiles_avx512vnni(const uint8_t *group, int64_t chunk_run,
+                                                                   int64_t slab, const CqPlaneTables<2> &t, bool,
+                                                                   int32_t (*sums)[16]) {
+  alignas(64) int32_t planes[CqLutChunkMajor::slab_tiles][3][16];
+  cq2_plane_chunk_avx512vnni<true>(group, slab, t.planes, planes);
+  for (int m = 1; m < 8; ++m)
+    cq2_plane_chunk_avx512vnni<false>(group + m * chunk_run, slab, t.planes + 2 * m, planes);
+  for (int64_t k = 0; k < slab; ++k) {
+    const __m512i mid = _mm512_maskz_slli_epi32(kAll16, _mm512_load_si512(planes[k][1]), 8),
+                  high = _mm512_maskz_slli_epi32(kAll16, _mm512_load_si512(planes[k][2]), 16);
+    _mm512_store_si512(sums[k], _mm512_add_epi32(_mm512_load_si512(planes[k][0]), _mm512_add_epi32(mid, high)));
+  }
+}
+
+/// The exact mode's needle.cq_matmul of a CQ2 matrix with AVX-512 VBMI and VNNI on
+/// CqLutChunkMajor (the object backend's, where the CPU has them: cqlut_matmul's signature), token
+/// by token on byte planes of the pair tables: cq2_exact_chunk_matmul_avx512's floats, bit for bit.
+NEEDLE_RT_AVX512_VNNI inline void cq2_exact_chunk_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                                    const float *codebook, int, int64_t rows,
+                                                                    int64_t cols, const float *x_rot, float *y,
+                                                                    int64_t stride, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    cq2_chunk_major_matvec<CqPlaneTables<2>, cq2_plane_tables_avx512vnni, cq2_plane_chunk_tiles_avx512vnni>(
+        packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
+}
+
+/// The fixed point of the CQ4 group of inputs x (CqFixedPoint); largest_code is max|c|.
+NEEDLE_RT_AVX512 inline CqFixedPoint cq4_fixed_point_avx512(float largest_code, const float *x) {
+  __m512 widest = _mm512_setzero_ps(), total = _mm512_setzero_ps(); // total keeps a NaN or an infinity
+  for (int i = 0; i < cq_group; i += 16) {
+    const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+    widest = _mm512_maskz_max_ps(kAll16, widest, a);
+    total = _mm512_add_ps(total, a);
+  }
+  return cq_fixed_point(largest_code * avx2_lane_max(_mm256_max_ps(avx512_half<0>(widest), avx512_half<1>(widest))),
+                        std::isfinite(avx2_lane_sum(_mm256_add_ps(avx512_half<0>(total), avx512_half<1>(total)))));
+}
+
+/// The CQ4 group of inputs x's CqPlaneTables, unit u's entries c[k]·x[u]; largest_code is max|c|.
+NEEDLE_RT_AVX512_VNNI inline void cq4_plane_tables_avx512vnni(const float *codebook, float largest_code, const float *x,
+                                                              CqPlaneTables<4> &out) {
+  const CqFixedPoint f = cq4_fixed_point_avx512(largest_code, x);
+  const __m512 c = _mm512_loadu_ps(codebook);
+  out.unscale = f.unscale;
+  for (int s = 0; s < 32; ++s) {
+    __m512i unit[4];
+    for (int b = 0; b < 4; ++b)
+      unit[b] = _mm512_maskz_cvtps_epi32(
+          kAll16, _mm512_maskz_scalef_ps(kAll16, _mm512_mul_ps(c, _mm512_set1_ps(x[4 * s + b])), f.shift));
+    cq_store_byte_planes_avx512vnni(unit, out.planes[s]);
+  }
+}
+
+/// One token's sums of one CqLutDword tile (16 CQ4 rows) over a block of `count` groups on their
+/// byte-plane tables: per group, chunk by chunk, vpermb lookups of each plane and vpdpbusd adds as
+/// cq2_plane_chunk_avx512vnni's (the tables read from L1: a tile's 16 chunks a group need 96), in
+/// two sets of sums, even and odd chunks, whose chains of vpdpbusd then overlap; the planes joined
+/// into the group's int32 sums, back to float and scaled by the rows' norms. 15 vector operations
+/// per 64-byte chunk, where cq4_dword_group_avx512's vpermps and FMAs took 20.
+NEEDLE_RT_AVX512_VNNI inline void cq4_plane_tile_avx512vnni(const uint8_t *tile, const uint16_t *norms, int64_t count,
+                                                            const CqPlaneTables<4> *tables, float *out) {
+  const __m512i nibble = _mm512_set1_epi8(15);
+  const __m512i units = _mm512_set1_epi32(0x30201000); // byte b of a lane reads entries 16b..16b+15
+  __m512 rows = _mm512_setzero_ps();
+  for (int64_t g = 0; g < count; ++g, tile += CqLut16::tile_group_bytes(4)) {
+    __m512i acc[2][3];
+    for (auto &set : acc)
+      for (__m512i &a : set)
+        a = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int m = 0; m < 16; ++m) {
+      const __m512i codes = _mm512_loadu_si512(tile + 64 * m);
+      const __m512i low = _mm512_ternarylogic_epi32(codes, nibble, units, 0xEA), // (codes & 15) | units
+          high = _mm512_ternarylogic_epi32(_mm512_maskz_srli_epi16(kAll32, codes, 4), nibble, units, 0xEA);
+#pragma GCC unroll 3
+      for (int p = 0; p < 3; ++p)
+        acc[m % 2][p] = cq_plane_lookups_avx512vnni(p == 2, low, high, _mm512_load_si512(tables[g].planes[2 * m][p]),
+                                                    _mm512_load_si512(tables[g].planes[2 * m + 1][p]), acc[m % 2][p]);
+    }
+    const __m512i mid = _mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(acc[0][1], acc[1][1]), 8),
+                  high = _mm512_maskz_slli_epi32(kAll16, _mm512_add_epi32(acc[0][2], acc[1][2]), 16);
+    const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(acc[0][0], acc[1][0]), _mm512_add_epi32(mid, high));
+    const __m512 n =
+        _mm512_maskz_cvtph_ps(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(norms + 16 * g)));
+    rows = _mm512_fmadd_ps(
+        _mm512_maskz_scalef_ps(kAll16, _mm512_maskz_cvtepi32_ps(kAll16, sum), _mm512_set1_ps(tables[g].unscale)), n,
+        rows);
+  }
+  _mm512_storeu_ps(out, rows);
+}
+
+/// One CQ4 token's y on CqLutDword: block by block, its groups' byte-plane tables (24 KB), then
+/// every tile's sums over them (cq4_plane_tile_avx512vnni).
+NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matvec_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                              const float *codebook, int64_t rows, int64_t groups,
+                                                              const float *x_rot, float *y) {
+  alignas(64) CqPlaneTables<4> tables[CqLut16::block];
+  float largest_code = 0.0f;
+  for (int k = 0; k < 16; ++k)
+    largest_code = std::fmax(largest_code, std::fabs(codebook[k]));
+  cqlut_each_tile<1>(
+      rows, groups, y, 0,
+      [&](int64_t g0, int64_t count) {
+        for (int64_t i = 0; i < count; ++i)
+          cq4_plane_tables_avx512vnni(codebook, largest_code, x_rot + (g0 + i) * cq_group, tables[i]);
+      },
+      [&](int64_t at, int64_t, int64_t count, float(*out)[CqLut16::tile]) {
+        cq4_plane_tile_avx512vnni(packed + CqLut16::tile_group_bytes(4) * at, norms + CqLut16::tile * at, count, tables,
+                                  out[0]);
+      });
+}
+
+/// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512 VBMI and VNNI on CqLutDword (the
+/// object backend's, where the CPU has them: cqlut_matmul's signature): a token alone on byte
+/// planes of the codebook's tables in fixed point (cq4_plane_matvec_avx512vnni), runs of tokens on
+/// cq4_exact_dword_matmul_avx512, which reads the weights once per 4 tokens.
+NEEDLE_RT_AVX512_VNNI inline void cq4_exact_dword_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                                    const float *codebook, int bits, int64_t rows,
+                                                                    int64_t cols, const float *x_rot, float *y,
+                                                                    int64_t stride, int64_t n) {
+  if (n == 1)
+    cq4_plane_matvec_avx512vnni(packed, norms, codebook, rows, cq_groups(cols), x_rot, y);
+  else
+    cq4_exact_dword_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 /// fwht's butterflies between lanes kHalf (1, 2 or 4) apart inside each 8-float vector: the lower

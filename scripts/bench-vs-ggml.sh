@@ -29,7 +29,7 @@ for line in open(sys.argv[1]):
         ggml[int(m.group(1))] = float(m.group(2)) * 1e-6
 
 ours = {}  # (rows, cols, bits, n, kernel) -> seconds; kernel 0 portable, 1 exact AVX2, 2 fast AVX2, 3 exact AVX-512,
-#           4 fast AVX-512 VNNI
+#           4 fast AVX-512 VNNI, 5 exact AVX-512 VNNI (CQ2)
 for b in json.load(open(sys.argv[2]))["benchmarks"]:
     if b.get("error_occurred"):
         continue
@@ -50,27 +50,28 @@ def best(*times):
     """The fastest of the kernels measured (on this CPU, the one a compiled model gets, or as fast)."""
     return min((t for t in times if t), default=None)
 
-print("| shape (rows x cols x tokens) | ggml Q2_K | ours CQ2 exact, AVX2 | ours CQ2 exact, AVX-512 | ours CQ2 exact, portable "
-      "| ours CQ2 fast, AVX2 | ours CQ2 fast, AVX-512 VNNI | exact / ggml | fast / ggml |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| shape (rows x cols x tokens) | ggml Q2_K | ours CQ2 exact, AVX2 | ours CQ2 exact, AVX-512 "
+      "| ours CQ2 exact, AVX-512 VNNI | ours CQ2 exact, portable | ours CQ2 fast, AVX2 | ours CQ2 fast, AVX-512 VNNI "
+      "| exact / ggml | fast / ggml |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for n in (1, 512):
     g = ggml.get(n)
-    p, a, f, z, v = (ours.get((4096, 14336, 2, n, k)) for k in (0, 1, 2, 3, 4))
+    p, a, f, z, v, e = (ours.get((4096, 14336, 2, n, k)) for k in (0, 1, 2, 3, 4, 5))
     print(f"| 4096 x 14336 x {n} | {rate(g, 4096, 14336, n)} | {rate(a, 4096, 14336, n)} | {rate(z, 4096, 14336, n)} | "
-          f"{rate(p, 4096, 14336, n)} | {rate(f, 4096, 14336, n)} | {rate(v, 4096, 14336, n)} | "
-          f"{ratio(g, best(a, z))} | {ratio(g, best(f, v))} |")
+          f"{rate(e, 4096, 14336, n)} | {rate(p, 4096, 14336, n)} | {rate(f, 4096, 14336, n)} | "
+          f"{rate(v, 4096, 14336, n)} | {ratio(g, best(a, z, e))} | {ratio(g, best(f, v))} |")
 print()
 print("needle3's shapes, ours alone:")
 print()
-print("| shape (rows x cols x tokens, bits) | exact AVX2 | exact AVX-512 | exact portable | fast AVX2 | fast AVX-512 VNNI "
-      "| time exact (best) | time fast (best) |")
-print("|---|---|---|---|---|---|---|---|")
+print("| shape (rows x cols x tokens, bits) | exact AVX2 | exact AVX-512 | exact AVX-512 VNNI | exact portable | fast AVX2 "
+      "| fast AVX-512 VNNI | time exact (best) | time fast (best) |")
+print("|---|---|---|---|---|---|---|---|---|")
 micro = lambda t: f"{t * 1e6:.0f} µs" if t else "—"
 for rows, cols, bits, n in sorted({k[:4] for k in ours if k[:2] != (4096, 14336)}):
-    p, a, f, z, v = (ours.get((rows, cols, bits, n, k)) for k in (0, 1, 2, 3, 4))
+    p, a, f, z, v, e = (ours.get((rows, cols, bits, n, k)) for k in (0, 1, 2, 3, 4, 5))
     print(f"| {rows} x {cols} x {n}, CQ{bits} | {rate(a, rows, cols, n)} | {rate(z, rows, cols, n)} | "
-          f"{rate(p, rows, cols, n)} | {rate(f, rows, cols, n)} | {rate(v, rows, cols, n)} | {micro(best(a, z))} | "
-          f"{micro(best(f, v))} |")
+          f"{rate(e, rows, cols, n)} | {rate(p, rows, cols, n)} | {rate(f, rows, cols, n)} | {rate(v, rows, cols, n)} | "
+          f"{micro(best(a, z, e))} | {micro(best(f, v))} |")
 EOF
 echo
 bash scripts/bench-backends.sh | sed -n '/^CPU:/,$p'

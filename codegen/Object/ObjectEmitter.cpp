@@ -288,8 +288,10 @@ bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machi
   return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
 }
 
-/// Whether the runtime's fast-mode kernel for AVX-512 with VBMI and VNNI (needle_rt::cqlut_matmul_avx512vnni) can run
-/// on the target's CPU (Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4, which lacks both).
+/// Whether the runtime's kernels for AVX-512 with VBMI and VNNI (needle_rt::cqlut_matmul_avx512vnni,
+/// the fast mode's; cq2_exact_chunk_matmul_avx512vnni and cq4_exact_dword_matmul_avx512vnni, the
+/// exact mode's) can run on the target's CPU (Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4,
+/// which lacks both).
 bool hasAvx512VnniKernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
   return hasAvx512Kernels(target, machine) &&
          machine.getMCSubtargetInfo()->checkFeatures("+avx512bw,+avx512vbmi,+avx512vnni");
@@ -337,22 +339,25 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   HalideKernels halide;
   const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
   const bool avx512 = avx2 && hasAvx512Kernels(target, *machine);
+  const bool vnni = avx512 && hasAvx512VnniKernels(target, *machine);
   // The fast mode's matvecs first (CQ2, and CQ4 of kFastCq4Rows); the rest, and every CQ matvec of
   // the exact mode, then take the exact kernels.
   if (options.activations == Activations::Int8) {
     // With VNNI, CqLutDword: a row's units in one lane, which vpdpbusd adds. Otherwise CqLut16: the
     // same algorithm on every target, SIMD or not.
-    const bool vnni = avx2 && hasAvx512VnniKernels(target, *machine);
     const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
     useFastCqLayout(program, vnni ? useCqLutDwordLayout : useCqLut16Layout,
                     vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
   }
   if (avx512) { // 16 lanes: one vpermps holds a CQ4 codebook
     // CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits; CQ2
-    // chunk-major, so one chunk's tables serve every tile from registers. CQ4 in whole tiles only:
-    // padded to a tile, the lanes' 4-row mixing projections would quadruple.
-    useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
-    useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
+    // chunk-major, so one chunk's tables serve every tile from registers. Where VBMI and VNNI look
+    // them up and add them in fewer operations, the tables in fixed point as byte planes (CQ2 the
+    // same sums; CQ4 a token alone). CQ4 in whole tiles only: padded to a tile, the lanes' 4-row
+    // mixing projections would quadruple.
+    useCqLutChunkMajorLayout(program, vnni ? "cq2_exact_chunk_matmul_avx512vnni" : "cq2_exact_chunk_matmul_avx512");
+    useCqLutDwordLayout(program, {4}, vnni ? "cq4_exact_dword_matmul_avx512vnni" : "cq4_exact_dword_matmul_avx512",
+                        kWholeCqLutTiles);
     useCqX8Layout(program, "cqx8_matmul_avx512");
   } else if (avx2) {
     useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");

@@ -125,13 +125,13 @@ const char *kernelUnavailable(int64_t choice) {
 #endif
 }
 
-/// Why BM_RuntimeCq's kernel `choice` (0 portable, 1 and 2 AVX2, 3 AVX-512F, 4 AVX-512 VBMI and
-/// VNNI) cannot run here, or nullptr if it can.
+/// Why BM_RuntimeCq's kernel `choice` (0 portable, 1 and 2 AVX2, 3 AVX-512F, 4 and 5 AVX-512 VBMI
+/// and VNNI) cannot run here, or nullptr if it can.
 const char *cqKernelUnavailable(int64_t choice) {
   if (const char *why = kernelUnavailable(choice >= 3 ? 2 : choice > 0 ? 1 : 0))
     return why;
 #if NEEDLE_RT_X86_KERNELS
-  if (choice == 4 && !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+  if (choice >= 4 && !(__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
                        __builtin_cpu_supports("avx512vnni")))
     return "this CPU lacks AVX-512 VBMI or VNNI";
 #endif
@@ -219,7 +219,9 @@ void BM_VectorThroughput(benchmark::State &state) { BM_VectorMix<12, 12, 0, 0>(s
 /// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
 /// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2: cq2_exact_chunk_matmul_avx512 on
 /// CqLutChunkMajor; CQ4: cq4_exact_dword_matmul_avx512 on CqLutDword); 4, the fast mode's kernel
-/// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword). Reports
+/// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword); 5, the
+/// exact kernels it calls on such a CPU (CQ2: cq2_exact_chunk_matmul_avx512vnni on CqLutChunkMajor; CQ4:
+/// cq4_exact_dword_matmul_avx512vnni on CqLutDword). Reports
 /// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
 /// pass).
 void BM_RuntimeCq(benchmark::State &state) {
@@ -230,6 +232,8 @@ void BM_RuntimeCq(benchmark::State &state) {
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
+                      : choice == 5 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512vnni
+                      : choice == 5              ? needle_rt::cq4_exact_dword_matmul_avx512vnni
                       : choice == 3 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512
                       : choice == 3              ? needle_rt::cq4_exact_dword_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
@@ -244,7 +248,7 @@ void BM_RuntimeCq(benchmark::State &state) {
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;
   const auto *fileNorms = reinterpret_cast<const uint8_t *>(m.norms.data());
   const bool x8 = choice == 1 && bits == 4, lut = choice >= 2 || (choice == 1 && bits == 2);
-  const bool chunkMajor = choice == 3 && bits == 2, dword = choice >= 3 && !chunkMajor;
+  const bool chunkMajor = (choice == 3 || choice == 5) && bits == 2, dword = choice >= 3 && !chunkMajor;
   const std::vector<uint8_t> packed = chunkMajor ? tileCqLutChunkMajor(m.indices.data(), rows, groups, bits)
                                       : dword    ? tileCqLutDword(m.indices.data(), rows, groups, bits)
                                       : lut      ? tileCqLut16(m.indices.data(), rows, groups, bits)
@@ -404,34 +408,41 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({4096, 14336, 2, 1, 2})
     ->Args({4096, 14336, 2, 1, 3})
     ->Args({4096, 14336, 2, 1, 4})
+    ->Args({4096, 14336, 2, 1, 5})
     ->Args({4096, 14336, 2, 512, 1}) // ... and its prefill case (the portable kernel takes 30 s)
     ->Args({4096, 14336, 2, 512, 2})
     ->Args({4096, 14336, 2, 512, 3})
     ->Args({4096, 14336, 2, 512, 4})
+    ->Args({4096, 14336, 2, 512, 5})
     ->Args({576, 768, 2, 1, 0}) // needle3: q
     ->Args({576, 768, 2, 1, 1})
     ->Args({576, 768, 2, 1, 2})
     ->Args({576, 768, 2, 1, 3})
     ->Args({576, 768, 2, 1, 4})
+    ->Args({576, 768, 2, 1, 5})
     ->Args({768, 768, 2, 1, 0}) // needle3: engram key/value, attn.o
     ->Args({768, 768, 2, 1, 1})
     ->Args({768, 768, 2, 1, 2})
     ->Args({768, 768, 2, 1, 3})
     ->Args({768, 768, 2, 1, 4})
+    ->Args({768, 768, 2, 1, 5})
     ->Args({768, 768, 2, 16, 0}) // needle3 at --batch 16
     ->Args({768, 768, 2, 16, 1})
     ->Args({768, 768, 2, 16, 2})
     ->Args({768, 768, 2, 16, 3})
     ->Args({768, 768, 2, 16, 4})
+    ->Args({768, 768, 2, 16, 5})
     ->Args({8192, 768, 4, 1, 0}) // needle3: the tied CQ4 logits
     ->Args({8192, 768, 4, 1, 1})
     ->Args({8192, 768, 4, 1, 2})
     ->Args({8192, 768, 4, 1, 3})
     ->Args({8192, 768, 4, 1, 4})
+    ->Args({8192, 768, 4, 1, 5})
     ->Args({8192, 768, 4, 16, 1})
     ->Args({8192, 768, 4, 16, 2})
     ->Args({8192, 768, 4, 16, 3})
     ->Args({8192, 768, 4, 16, 4})
+    ->Args({8192, 768, 4, 16, 5})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RuntimeCqStream)
     ->ArgNames({"rows", "cols", "count", "kernel"})

@@ -6,9 +6,9 @@
 // otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq2_exact_chunk_matmul_avx512 and
 // CqLutDword for CQ4 with cq4_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4
 // bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its
-// CqLutDword layout and cqlut_matmul_avx512vnni too). Odd rows (partial tiles of 16), partial and single groups, whole
-// and short blocks, one token and runs of tokens. Prints one line per failure and a summary; exits non-zero on any
-// failure.
+// CqLutDword layout and cqlut_matmul_avx512vnni too, and the exact ones' VNNI kernels). Odd rows (partial tiles of 16),
+// partial and single groups, whole and short blocks, one token and runs of tokens. Prints one line per failure and a
+// summary; exits non-zero on any failure.
 #include "codegen/Lower/WeightLayouts.h"
 #include "needle_runtime.h"
 
@@ -18,7 +18,8 @@
 #include <vector>
 
 // Built for AVX-512 with VBMI and VNNI (besides AVX-512F, AVX2, FMA, F16C), it checks
-// needle_rt::cqlut_matmul_avx512vnni on the CqLutDword layout too.
+// needle_rt::cqlut_matmul_avx512vnni on the CqLutDword layout, cq2_exact_chunk_matmul_avx512vnni on
+// CqLutChunkMajor and cq4_exact_dword_matmul_avx512vnni on CqLutDword too.
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&            \
     defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define NEEDLE_CHECK_VNNI 1
@@ -205,11 +206,20 @@ int main() {
       const std::vector<uint8_t> dword = needle::tileCqLutDword(m.packed.data(), m.rows, m.groups, bits);
       if (bits == 2) {
         const std::vector<uint8_t> chunks = needle::tileCqLutChunkMajor(m.packed.data(), m.rows, m.groups, bits);
+        const std::vector<uint16_t> chunkNorms = halves(needle::chunkMajorNorms(norms, m.rows, m.groups));
         check("cq2_exact_chunk_matmul_avx512", needle_rt::cq2_exact_chunk_matmul_avx512, m, chunks.data(),
-              halves(needle::chunkMajorNorms(norms, m.rows, m.groups)).data(), shape[2], random);
+              chunkNorms.data(), shape[2], random);
+#if NEEDLE_CHECK_VNNI
+        check("cq2_exact_chunk_matmul_avx512vnni", needle_rt::cq2_exact_chunk_matmul_avx512vnni, m, chunks.data(),
+              chunkNorms.data(), shape[2], random);
+#endif
       } else {
         check("cq4_exact_dword_matmul_avx512", needle_rt::cq4_exact_dword_matmul_avx512, m, dword.data(),
               tiledNorms.data(), shape[2], random);
+#if NEEDLE_CHECK_VNNI
+        check("cq4_exact_dword_matmul_avx512vnni", needle_rt::cq4_exact_dword_matmul_avx512vnni, m, dword.data(),
+              tiledNorms.data(), shape[2], random);
+#endif
       }
 #endif
 #if NEEDLE_CHECK_VNNI

@@ -483,43 +483,173 @@ TEST(Runtime, CqLutChunkMajorExactMatmulAvx512) {
   checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512");
 }
 
-/// y = m x_rot by cq2_exact_chunk_matmul_avx512 for one token.
-Vec chunkMajorMatvec(const CqMatrix &m, std::span<const float> xRot) {
-  const auto [packed, norms] = relaid(m, CqLayout::CqLutChunkMajor);
+bool hasAvx512Vnni() {
+  return hasAvx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+TEST(Runtime, CqLutChunkMajorExactMatmulAvx512Vnni) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  // CQ2 token by token on vpermb of the fixed-point pair tables' byte planes, a chunk's held in
+  // registers for every tile; 1100 rows: two slabs, as above.
+  const auto kernel = needle_rt::cq2_exact_chunk_matmul_avx512vnni;
+  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512vnni", {2});
+  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512vnni");
+}
+
+// The byte planes add the same int32 entries as the AVX-512F kernel's vpermd lookups (exact
+// integer sums) and scale them by the same float operations: the same floats, bit for bit.
+TEST(Runtime, CqLutChunkMajorVnniEqualsAvx512) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  for (const auto &[rows, cols, n] :
+       {std::tuple<int64_t, int64_t, int64_t>{37, 1100, 1}, {64, 640, 3}, {1030, 256, 2}, {16, 128, 1}}) {
+    const std::string what = "vnni vs avx512 rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
+    const CqMatrix m(what, rows, cols, 2);
+    const auto [packed, norms] = relaid(m, CqLayout::CqLutChunkMajor);
+    const int64_t padded = cq::paddedCols(cols), stride = padded + rows;
+    Vec avx512(static_cast<size_t>(n * stride));
+    for (int64_t j = 0; j < n; ++j)
+      needle_rt::hadamard(normals(what + " x" + std::to_string(j), cols).data(), cols, 128, avx512.data() + j * stride);
+    Vec vnni = avx512;
+    needle_rt::cq2_exact_chunk_matmul_avx512(packed.data(), norms.data(), m.codebook.data(), 2, rows, cols,
+                                             avx512.data(), avx512.data() + padded, stride, n);
+    needle_rt::cq2_exact_chunk_matmul_avx512vnni(packed.data(), norms.data(), m.codebook.data(), 2, rows, cols,
+                                                 vnni.data(), vnni.data() + padded, stride, n);
+    expectBitEqual(vnni, avx512, what);
+  }
+}
+
+TEST(Runtime, CqLutDwordExactMatmulAvx512Vnni) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  // CQ4: a token alone on vpermb of the codebook tables' byte planes, runs of tokens as
+  // cq4_exact_dword_matmul_avx512.
+  checkCq24Matmul(needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword,
+                  "cq4_exact_dword_matmul_avx512vnni", {4});
+}
+
+/// An exact kernel whose tables are fixed point (CqFixedPoint), on its layout, at its bits.
+struct FixedPointKernel {
+  std::string name;
+  CqMatmulKernel kernel;
+  CqLayout layout;
+  int bits;
+};
+
+/// The fixed-point kernels this CPU can run: CQ2's with AVX-512F, and with VBMI and VNNI too CQ2's
+/// and CQ4's on byte planes.
+std::vector<FixedPointKernel> fixedPointKernels() {
+  std::vector<FixedPointKernel> kernels;
+  if (hasAvx512())
+    kernels.push_back(
+        {"cq2_exact_chunk_matmul_avx512", needle_rt::cq2_exact_chunk_matmul_avx512, CqLayout::CqLutChunkMajor, 2});
+  if (hasAvx512Vnni()) {
+    kernels.push_back({"cq2_exact_chunk_matmul_avx512vnni", needle_rt::cq2_exact_chunk_matmul_avx512vnni,
+                       CqLayout::CqLutChunkMajor, 2});
+    kernels.push_back(
+        {"cq4_exact_dword_matmul_avx512vnni", needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword, 4});
+  }
+  return kernels;
+}
+
+/// y = m x_rot by a fixed-point kernel for one token.
+Vec fixedPointMatvec(const FixedPointKernel &k, const CqMatrix &m, std::span<const float> xRot) {
+  const auto [packed, norms] = relaid(m, k.layout);
   Vec y(m.rows);
-  needle_rt::cq2_exact_chunk_matmul_avx512(packed.data(), norms.data(), m.codebook.data(), 2, m.rows, m.cols,
-                                           xRot.data(), y.data(), 0, 1);
+  k.kernel(packed.data(), norms.data(), m.codebook.data(), k.bits, m.rows, m.cols, xRot.data(), y.data(), 0, 1);
   return y;
 }
 
-TEST(Runtime, CqLutChunkMajorFixedPointFollowsEachGroupsMagnitude) {
+TEST(Runtime, CqFixedPointFollowsEachGroupsMagnitude) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
   // Each group's tables take a scale of their own inputs: inputs near the float range's ends sum
   // as closely as ordinary ones (a scale off by a power of 2 would fail, or overflow the int32
   // sums), and a group of zeros is no trouble.
-  const CqMatrix m("fixed point", 37, 384, 2);
-  for (const float magnitude : {1e-30f, 1e-3f, 1e30f}) {
-    Vec xRot(384);
-    needle_rt::hadamard(normals("fixed point x", 384).data(), 384, 128, xRot.data());
-    for (int64_t i = 0; i < 384; ++i)
-      xRot[i] = i / 128 == 1 ? 0.0f : xRot[i] * magnitude * (i < 128 ? 1.0f : 1e-3f);
-    expectWithinSumOrderBound(chunkMajorMatvec(m, xRot), ref::matvec(m.rotated, m.rows, xRot), m, xRot,
-                              "inputs of " + std::to_string(magnitude));
+  for (const FixedPointKernel &k : fixedPointKernels()) {
+    const CqMatrix m("fixed point", 37, 384, k.bits);
+    for (const float magnitude : {1e-30f, 1e-3f, 1e30f}) {
+      Vec xRot(384);
+      needle_rt::hadamard(normals("fixed point x", 384).data(), 384, 128, xRot.data());
+      for (int64_t i = 0; i < 384; ++i)
+        xRot[i] = i / 128 == 1 ? 0.0f : xRot[i] * magnitude * (i < 128 ? 1.0f : 1e-3f);
+      expectWithinSumOrderBound(fixedPointMatvec(k, m, xRot), ref::matvec(m.rotated, m.rows, xRot), m, xRot,
+                                k.name + ", inputs of " + std::to_string(magnitude));
+    }
   }
 }
 
-TEST(Runtime, CqLutChunkMajorNonFiniteInputsComeOutNaN) {
+TEST(Runtime, CqFixedPointHoldsTheLargestEntry) {
+  if (!hasAvx512())
+    GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
+  // The largest entry, max|c| times the widest unit (CQ2: a pair's |x0| + |x1|), equals the bound
+  // the scale comes from; with the bound a hair under a power of 2, an entry scaled without the
+  // margin rounds to 2^23, past the byte planes' three bytes (its top byte would wrap to -128, an
+  // error of twice the bound; a negative one, -2^23, fits). The inputs: one unit's floats, of the
+  // sign that makes max|c|'s entry positive, stepped across 1 - 2^-24 over max|c|, the others
+  // small, the unit one where some rows' codes are the largest: those rows look that
+  // entry up. (Other rows' sums can be far smaller than the bound, which sets the fixed point's
+  // step: they are held to the magnitude tests above, whose inputs spread as rotated ones do.)
+  for (const FixedPointKernel &k : fixedPointKernels()) {
+    const CqMatrix m("largest entry", 256, 128, k.bits);
+    const int span = k.bits == 2 ? 2 : 1; // a unit's columns
+    float largest = 0.0f, sign = 1.0f;    // max|c|, and the sign of an input that makes c·x positive
+    for (const float c : m.codebook)
+      if (std::fabs(c) > largest)
+        largest = std::fabs(c), sign = std::copysign(1.0f, c);
+    // Rows' columns whose weight is max|c| times the row's norm: their code is the largest.
+    const auto largestAt = [&](int64_t r, int64_t i) {
+      return std::fabs(m.rotated[r * 128 + i]) == largest * halfToFloat(m.packed.norms[r]);
+    };
+    const auto looksUp = [&](int64_t r, int64_t u) {
+      return largestAt(r, span * u) && largestAt(r, span * u + span - 1);
+    };
+    const auto rowsAt = [&](int64_t u) { // the rows that look the largest entry up at unit u
+      std::vector<int64_t> rows;
+      for (int64_t r = 0; r < m.rows; ++r)
+        if (looksUp(r, u))
+          rows.push_back(r);
+      return rows;
+    };
+    int64_t u = 0; // the first unit where some rows do
+    std::vector<int64_t> rows;
+    while (u < 128 / span && (rows = rowsAt(u)).empty())
+      ++u;
+    ASSERT_FALSE(rows.empty()) << k.name << ": no row's codes are the largest at any unit";
+    // |x0| + |x1| for CQ2: every float from a few steps under (1 - 2^-24) / max|c| to 1 / max|c|,
+    // so that some bound (max|c| times it, rounded) is the float just under 1.
+    for (float unit = (1.0f - 0x1p-20f) / largest; unit <= 1.0f / largest; unit = std::nextafter(unit, INFINITY)) {
+      Vec xRot = normals("largest entry x", 128, 1e-3);
+      for (int i = 0; i < span; ++i)
+        xRot[span * u + i] = sign * unit / span;
+      const Vec got = fixedPointMatvec(k, m, xRot), want = ref::matvec(m.rotated, m.rows, xRot);
+      for (const int64_t r : rows) {
+        double magnitude = 0;
+        for (int64_t i = 0; i < 128; ++i)
+          magnitude += std::fabs(static_cast<double>(m.rotated[r * 128 + i]) * xRot[i]);
+        EXPECT_LE(std::fabs(got[r] - want[r]), 1e-5 * magnitude)
+            << k.name << ", unit " << u << " at " << unit << ", row " << r << ": got " << got[r] << ", want "
+            << want[r];
+      }
+    }
+  }
+}
+
+TEST(Runtime, CqFixedPointNonFiniteInputsComeOutNaN) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
   // An integer has no NaN or infinity: a group with one takes a NaN scale, so every row is NaN
   // (where float sums would give NaN or an infinity), never a finite wrong number.
-  const CqMatrix m("non-finite", 20, 256, 2);
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    Vec xRot = normals("non-finite x", 256);
-    xRot[130] = bad;
-    for (const float y : chunkMajorMatvec(m, xRot))
-      EXPECT_TRUE(std::isnan(y)) << "input " << bad << " gave " << y;
+  for (const FixedPointKernel &k : fixedPointKernels()) {
+    const CqMatrix m("non-finite", 20, 256, k.bits);
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      Vec xRot = normals("non-finite x", 256);
+      xRot[130] = bad;
+      for (const float y : fixedPointMatvec(k, m, xRot))
+        EXPECT_TRUE(std::isnan(y)) << k.name << ": input " << bad << " gave " << y;
+    }
   }
 }
 
@@ -527,11 +657,6 @@ TEST(Runtime, CqLut16MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2", {2, 4}, CqAccuracy::Int8Tables);
-}
-
-bool hasAvx512Vnni() {
-  return hasAvx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi") &&
-         __builtin_cpu_supports("avx512vnni");
 }
 
 TEST(Runtime, CqLutDwordMatmulAvx512Vnni) {
