@@ -422,7 +422,8 @@ struct CqLut16 {
 };
 
 /// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
-/// the object's exact CQ4 layout for AVX-512F (cq4_exact_dword_matmul_avx512).
+/// the object's exact CQ4 layout for AVX-512F (cq4_exact_dword_matmul_avx512, and
+/// cq4_exact_dword_matmul_avx512vnni with VBMI and VNNI).
 /// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
 /// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
 /// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
@@ -433,7 +434,8 @@ struct CqLutDword {
   static int shift(int64_t u) { return u % 8 < 4 ? 0 : 4; }
 };
 
-/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512).
+/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512, and
+/// cq2_exact_chunk_matmul_avx512vnni with VBMI and VNNI).
 /// CqLutDword's tiles, units, codes and 64-byte chunks, in slabs of up to 64 tiles (1024 rows),
 /// slab after slab; within a slab chunk-major: group by group, chunk by chunk, tile after tile,
 /// so chunk m of tile t's group g starts chunk(...) bytes in. A tile's norms of a group, 16 fp16,
@@ -1545,7 +1547,7 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_matmul_avx512(const uint8_t *packed
 /// as its float sum would by (n - 1) · 2^-24 · Σ|entries looked up|. Why integers: Zen 4 issues
 /// vpermd with vpaddd 2 a cycle, vpermps with vaddps 1.4 (docs/performance.md). unscale is -shift
 /// for vscalefps, or NaN where an input is infinite or NaN, or the inputs so large that their sum
-/// overflows (as float entries could too): that group's rows come out NaN.
+/// or an entry overflows (as float entries could too): that group's rows come out NaN.
 struct CqFixedPoint {
   __m512 shift; // in every lane, for vscalefps
   float unscale;
@@ -1554,11 +1556,13 @@ struct CqFixedPoint {
 /// The fixed point of a group whose table entries are at most `bound` in magnitude (to rounding);
 /// finite: no input is infinite or NaN, nor their sum.
 NEEDLE_RT_AVX512 inline CqFixedPoint cq_fixed_point(float bound, bool finite) {
-  finite = finite && std::isfinite(bound);
+  // An entry may exceed bound by its roundings: past the float range, it would be no number.
+  finite = finite && std::isfinite(bound * (1.0f + 0x1p-20f));
   // 2^-20 over bound (in double: bound may be near the float range's top) covers the roundings of
-  // bound and of an entry's products and sum (4 in all, each 2^-24 at most): scaled, an entry stays
-  // below 2^23 - 2, so it rounds into three bytes with no clamp.
-  const int shift = bound > 0.0f && finite ? 22 - std::ilogb(static_cast<double>(bound) * (1 + 0x1p-20)) : 0;
+  // bound and of an entry's products and sum (4 in all, each 2^-24 at most of a normal float), and
+  // 2^-147 theirs below the normal range (each 2^-150 at most): scaled, an entry stays below
+  // 2^23 - 2, so it rounds into three bytes with no clamp.
+  const int shift = bound > 0.0f && finite ? 22 - std::ilogb(static_cast<double>(bound) * (1 + 0x1p-20) + 0x1p-147) : 0;
   return {_mm512_set1_ps(static_cast<float>(shift)), finite ? static_cast<float>(-shift) : NAN};
 }
 

@@ -29,7 +29,7 @@ for line in open(sys.argv[1]):
         ggml[int(m.group(1))] = float(m.group(2)) * 1e-6
 
 ours = {}  # (rows, cols, bits, n, kernel) -> seconds; kernel 0 portable, 1 exact AVX2, 2 fast AVX2, 3 exact AVX-512,
-#           4 fast AVX-512 VNNI, 5 exact AVX-512 VNNI (CQ2)
+#           4 fast AVX-512 VNNI, 5 exact AVX-512 VNNI
 for b in json.load(open(sys.argv[2]))["benchmarks"]:
     if b.get("error_occurred"):
         continue

@@ -588,17 +588,21 @@ TEST(Runtime, CqFixedPointHoldsTheLargestEntry) {
   // the scale comes from; with the bound a hair under a power of 2, an entry scaled without the
   // margin rounds to 2^23, past the byte planes' three bytes (its top byte would wrap to -128, an
   // error of twice the bound; a negative one, -2^23, fits). The inputs: one unit's floats, of the
-  // sign that makes max|c|'s entry positive, stepped across 1 - 2^-24 over max|c|, the others
-  // small, the unit one where some rows' codes are the largest: those rows look that
-  // entry up. (Other rows' sums can be far smaller than the bound, which sets the fixed point's
+  // sign that makes max|c|'s entry positive, such that the bound is the float just under a power
+  // of 2, the others small, the unit one where some rows' codes are the largest: those rows look
+  // that entry up. (Other rows' sums can be far smaller than the bound, which sets the fixed point's
   // step: they are held to the magnitude tests above, whose inputs spread as rotated ones do.)
   for (const FixedPointKernel &k : fixedPointKernels()) {
-    const CqMatrix m("largest entry", 256, 128, k.bits);
-    const int span = k.bits == 2 ? 2 : 1; // a unit's columns
-    float largest = 0.0f, sign = 1.0f;    // max|c|, and the sign of an input that makes c·x positive
-    for (const float c : m.codebook)
-      if (std::fabs(c) > largest)
-        largest = std::fabs(c), sign = std::copysign(1.0f, c);
+    CqMatrix m("largest entry", 256, 128, k.bits);
+    // max|c| raised to a power of 2 (the reference decodes with the same codebook): max|c| · v is
+    // then exact, so v can put the bound on any float.
+    const auto widest = std::max_element(m.codebook.begin(), m.codebook.end(),
+                                         [](float a, float b) { return std::fabs(a) < std::fabs(b); });
+    *widest = std::copysign(std::exp2(std::ceil(std::log2(std::fabs(*widest)))), *widest);
+    cq::decodeRotatedRows(m.packed.indices.data(), m.packed.norms.data(), 0, m.rows, m.cols, m.bits, m.codebook,
+                          m.rotated.data());
+    const int span = k.bits == 2 ? 2 : 1;                                          // a unit's columns
+    const float largest = std::fabs(*widest), sign = std::copysign(1.0f, *widest); // sign: c·x > 0
     // Rows' columns whose weight is max|c| times the row's norm: their code is the largest.
     const auto largestAt = [&](int64_t r, int64_t i) {
       return std::fabs(m.rotated[r * 128 + i]) == largest * halfToFloat(m.packed.norms[r]);
@@ -618,20 +622,28 @@ TEST(Runtime, CqFixedPointHoldsTheLargestEntry) {
     while (u < 128 / span && (rows = rowsAt(u)).empty())
       ++u;
     ASSERT_FALSE(rows.empty()) << k.name << ": no row's codes are the largest at any unit";
-    // |x0| + |x1| for CQ2: every float from a few steps under (1 - 2^-24) / max|c| to 1 / max|c|,
-    // so that some bound (max|c| times it, rounded) is the float just under 1.
-    for (float unit = (1.0f - 0x1p-20f) / largest; unit <= 1.0f / largest; unit = std::nextafter(unit, INFINITY)) {
-      Vec xRot = normals("largest entry x", 128, 1e-3);
+    // The unit's input v (each of CQ2's pair): the bound max|c| · (v + v) (CQ4: max|c| · v) is
+    // 1 - 2^-24, the float just under 1.
+    std::vector<float> units = {(1.0f - 0x1p-24f) / (span * largest)};
+    // Below the normal range a product's rounding is a step of 2^-149, not a share of it: an entry
+    // can outgrow the bound by more than 2^-20 of it (CQ2: 0.25 · 14 · 2^-149 rounds to 4 steps, so
+    // an entry is 8 and the bound 7). Those inputs alone in their group, each rounding a sizeable share of
+    // the sum, so the check is that no entry wraps (the opposite sign: an error of twice the sum),
+    // give or take the output's own rounding, 2^-149.
+    for (int n = 1; n <= 64; ++n)
+      units.push_back(n * 0x1p-149f);
+    for (const float v : units) {
+      const bool subnormal = v < 0x1p-126f;
+      Vec xRot = subnormal ? Vec(128, 0.0f) : normals("largest entry x", 128, 1e-3);
       for (int i = 0; i < span; ++i)
-        xRot[span * u + i] = sign * unit / span;
+        xRot[span * u + i] = sign * v;
       const Vec got = fixedPointMatvec(k, m, xRot), want = ref::matvec(m.rotated, m.rows, xRot);
       for (const int64_t r : rows) {
         double magnitude = 0;
         for (int64_t i = 0; i < 128; ++i)
           magnitude += std::fabs(static_cast<double>(m.rotated[r * 128 + i]) * xRot[i]);
-        EXPECT_LE(std::fabs(got[r] - want[r]), 1e-5 * magnitude)
-            << k.name << ", unit " << u << " at " << unit << ", row " << r << ": got " << got[r] << ", want "
-            << want[r];
+        EXPECT_LE(std::fabs(got[r] - want[r]), subnormal ? std::fabs(want[r]) + 0x1p-148 : 1e-5 * magnitude)
+            << k.name << ", unit " << u << " at " << v << ", row " << r << ": got " << got[r] << ", want " << want[r];
       }
     }
   }
