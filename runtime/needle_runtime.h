@@ -1804,6 +1804,7 @@ struct CqLutAvx512Vnni : CqLutAvx2Tables {
           acc[j][k] = _mm512_setzero_si512();
 #pragma GCC unroll 16
       for (int m = 0; m < kChunks; ++m) {
+        prefetch_codes(tile + 64 * m);
         const __m512i codes = _mm512_loadu_si512(tile + 64 * m);
         const __m512i low = _mm512_ternarylogic_epi32(codes, nibble, units, 0xEA), // (codes & 15) | units
             high = _mm512_ternarylogic_epi32(_mm512_maskz_srli_epi16(kAll32, codes, 4), nibble, units, 0xEA);
@@ -1995,6 +1996,7 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_tile_avx512vnni(const uint8_t *tile,
         a = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int m = 0; m < 16; ++m) {
+      prefetch_codes(tile + 64 * m);
       const __m512i codes = _mm512_loadu_si512(tile + 64 * m);
       const __m512i low = _mm512_ternarylogic_epi32(codes, nibble, units, 0xEA), // (codes & 15) | units
           high = _mm512_ternarylogic_epi32(_mm512_maskz_srli_epi16(kAll32, codes, 4), nibble, units, 0xEA);
@@ -2036,15 +2038,32 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matvec_avx512vnni(const uint8_t *pac
       });
 }
 
+/// Every token of a CQ4 matrix on CqLutDword on byte planes (cq4_plane_matvec_avx512vnni), in
+/// cqlut_matmul's signature: what cq4_exact_dword_matmul_avx512vnni does with a token alone on a
+/// matrix of kCq4PlaneTiles tiles or more, for any shape (the tests').
+NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                              const float *codebook, int, int64_t rows, int64_t cols,
+                                                              const float *x_rot, float *y, int64_t stride, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    cq4_plane_matvec_avx512vnni(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
+}
+
+/// The fewest tiles of a CQ4 matrix whose token alone takes the byte planes. Their tables cost
+/// about a thousand cycles a group, which the planes' 15 operations a chunk, against the FMA
+/// kernel's 20, repay only over some 64 tiles: on the lanes' 16-row projection (phi_res, 24
+/// groups) the planes took 5 times as long, at 256 rows 15% longer (docs/performance.md).
+constexpr int64_t kCq4PlaneTiles = 64;
+
 /// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512 VBMI and VNNI on CqLutDword (the
-/// object backend's, where the CPU has them: cqlut_matmul's signature): a token alone on byte
-/// planes of the codebook's tables in fixed point (cq4_plane_matvec_avx512vnni), runs of tokens on
+/// object backend's, where the CPU has them: cqlut_matmul's signature): a token alone on a matrix
+/// of kCq4PlaneTiles tiles or more on byte planes of the codebook's tables in fixed point
+/// (cq4_plane_matvec_avx512vnni); other matrices, and runs of tokens, on
 /// cq4_exact_dword_matmul_avx512, which reads the weights once per 4 tokens.
 NEEDLE_RT_AVX512_VNNI inline void cq4_exact_dword_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
                                                                     const float *codebook, int bits, int64_t rows,
                                                                     int64_t cols, const float *x_rot, float *y,
                                                                     int64_t stride, int64_t n) {
-  if (n == 1)
+  if (n == 1 && CqLut16::tiles(rows) >= kCq4PlaneTiles)
     cq4_plane_matvec_avx512vnni(packed, norms, codebook, rows, cq_groups(cols), x_rot, y);
   else
     cq4_exact_dword_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);

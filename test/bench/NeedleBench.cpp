@@ -443,6 +443,8 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({8192, 768, 4, 16, 3})
     ->Args({8192, 768, 4, 16, 4})
     ->Args({8192, 768, 4, 16, 5})
+    ->Args({16, 3072, 4, 1, 3}) // needle3: the lanes' phi_res, one tile
+    ->Args({16, 3072, 4, 1, 5})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RuntimeCqStream)
     ->ArgNames({"rows", "cols", "count", "kernel"})

@@ -19,7 +19,8 @@
 
 // Built for AVX-512 with VBMI and VNNI (besides AVX-512F, AVX2, FMA, F16C), it checks
 // needle_rt::cqlut_matmul_avx512vnni on the CqLutDword layout, cq2_exact_chunk_matmul_avx512vnni on
-// CqLutChunkMajor and cq4_exact_dword_matmul_avx512vnni on CqLutDword too.
+// CqLutChunkMajor and cq4_exact_dword_matmul_avx512vnni and cq4_plane_matmul_avx512vnni on
+// CqLutDword too.
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&            \
     defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define NEEDLE_CHECK_VNNI 1
@@ -219,6 +220,8 @@ int main() {
 #if NEEDLE_CHECK_VNNI
         check("cq4_exact_dword_matmul_avx512vnni", needle_rt::cq4_exact_dword_matmul_avx512vnni, m, dword.data(),
               tiledNorms.data(), shape[2], random);
+        check("cq4_plane_matmul_avx512vnni", needle_rt::cq4_plane_matmul_avx512vnni, m, dword.data(), tiledNorms.data(),
+              shape[2], random);
 #endif
       }
 #endif

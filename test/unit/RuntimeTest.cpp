@@ -524,10 +524,43 @@ TEST(Runtime, CqLutChunkMajorVnniEqualsAvx512) {
 TEST(Runtime, CqLutDwordExactMatmulAvx512Vnni) {
   if (!hasAvx512Vnni())
     GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
-  // CQ4: a token alone on vpermb of the codebook tables' byte planes, runs of tokens as
-  // cq4_exact_dword_matmul_avx512.
+  // CQ4 on vpermb of the codebook tables' byte planes, every token; and the object's kernel, which
+  // takes them for a token alone on 64 tiles or more (its choice: the next test).
+  checkCq24Matmul(needle_rt::cq4_plane_matmul_avx512vnni, CqLayout::CqLutDword, "cq4_plane_matmul_avx512vnni", {4});
   checkCq24Matmul(needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword,
                   "cq4_exact_dword_matmul_avx512vnni", {4});
+  checkCqMatmul(4, 1030, 256, 1, needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword,
+                "cq4_exact_dword_matmul_avx512vnni");
+}
+
+TEST(Runtime, CqLutDwordVnniTakesPlanesForLargeMatricesOnly) {
+  if (!hasAvx512Vnni())
+    GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
+  // A token alone on 64 tiles (1024 rows) or more gives the planes' floats, bit for bit; on fewer,
+  // and for runs of tokens, the FMA kernel's. The two kernels' floats differ (fixed point against
+  // float sums), so each comparison tells which ran.
+  for (const auto &[rows, n, planes] : {std::tuple<int64_t, int64_t, bool>{1024, 1, true},
+                                        {1040, 1, true},
+                                        {1008, 1, false},
+                                        {16, 1, false},
+                                        {1040, 2, false}}) {
+    const std::string what = "cq4 vnni choice rows=" + std::to_string(rows) + " n=" + std::to_string(n);
+    const CqMatrix m(what, rows, 384, 4);
+    const auto [packed, norms] = relaid(m, CqLayout::CqLutDword);
+    const int64_t padded = cq::paddedCols(384), stride = padded + rows;
+    Vec chosen(static_cast<size_t>(n * stride));
+    for (int64_t j = 0; j < n; ++j)
+      needle_rt::hadamard(normals(what + " x" + std::to_string(j), 384).data(), 384, 128, chosen.data() + j * stride);
+    Vec plane = chosen, fma = chosen;
+    const auto run = [&](CqMatmulKernel kernel, Vec &io) {
+      kernel(packed.data(), norms.data(), m.codebook.data(), 4, rows, 384, io.data(), io.data() + padded, stride, n);
+    };
+    run(needle_rt::cq4_exact_dword_matmul_avx512vnni, chosen);
+    run(needle_rt::cq4_plane_matmul_avx512vnni, plane);
+    run(needle_rt::cq4_exact_dword_matmul_avx512, fma);
+    EXPECT_NE(plane, fma) << what << ": the planes' floats and the FMA kernel's must differ for this test to tell";
+    expectBitEqual(chosen, planes ? plane : fma, what + (planes ? " takes the planes" : " takes the FMA kernel"));
+  }
 }
 
 /// An exact kernel whose tables are fixed point (CqFixedPoint), on its layout, at its bits.
@@ -548,8 +581,7 @@ std::vector<FixedPointKernel> fixedPointKernels() {
   if (hasAvx512Vnni()) {
     kernels.push_back({"cq2_exact_chunk_matmul_avx512vnni", needle_rt::cq2_exact_chunk_matmul_avx512vnni,
                        CqLayout::CqLutChunkMajor, 2});
-    kernels.push_back(
-        {"cq4_exact_dword_matmul_avx512vnni", needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword, 4});
+    kernels.push_back({"cq4_plane_matmul_avx512vnni", needle_rt::cq4_plane_matmul_avx512vnni, CqLayout::CqLutDword, 4});
   }
   return kernels;
 }
