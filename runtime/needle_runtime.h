@@ -62,12 +62,15 @@ inline float half_to_float(uint16_t h) {
   return f;
 }
 
-/// Asks for the cache line holding p ahead of its use (GCC and Clang; a no-op elsewhere).
-inline void prefetch_line(const void *p) {
+/// Asks for the cache lines holding bytes [p, p + bytes) ahead of their use, a 64-byte line at a
+/// time from the one p lies in (GCC and Clang; a no-op elsewhere). A prefetch never faults.
+inline void prefetch_bytes(const void *p, int64_t bytes) {
 #if defined(__GNUC__)
-  __builtin_prefetch(p);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + static_cast<uintptr_t>(bytes);
+  for (uintptr_t line = begin & ~uintptr_t{63}; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line));
 #else
-  (void)p;
+  (void)p, (void)bytes;
 #endif
 }
 
@@ -2060,7 +2063,7 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matmul_avx512vnni(const uint8_t *pac
 /// The fewest tiles of a CQ4 matrix whose token alone takes the byte planes. Their tables cost
 /// about a thousand cycles a group, which the planes' 15 operations a chunk, against the FMA
 /// kernel's 20, repay only over some 64 tiles: on the lanes' 16-row projection (phi_res, 24
-/// groups) the planes took 5 times as long, at 256 rows 15% longer (docs/performance.md).
+/// groups) the planes took 5 times as long, at 256 rows a fifth longer (docs/performance.md).
 constexpr int64_t kCq4PlaneTiles = 64;
 
 /// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512 VBMI and VNNI on CqLutDword (the
@@ -2555,10 +2558,8 @@ inline void engram_gather(const int32_t *ring, int64_t capacity, int64_t t, cons
       ring, capacity, t, orders, n_orders, heads, slots, cq_padded_cols(sub_dim),
       [&](int64_t index, float *row) { cq_row(packed, norms, codebook, bits, index, sub_dim, row); },
       [&](int64_t index) {
-        const int64_t bytes = cq_row_bytes(sub_dim, bits);
-        for (int64_t at = 0; at < bytes; at += 64)
-          prefetch_line(packed + index * bytes + at);
-        prefetch_line(norms + index * cq_groups(sub_dim));
+        prefetch_bytes(packed + index * cq_row_bytes(sub_dim, bits), cq_row_bytes(sub_dim, bits));
+        prefetch_bytes(norms + index * cq_groups(sub_dim), cq_groups(sub_dim) * static_cast<int64_t>(sizeof(uint16_t)));
       },
       out);
 }
@@ -2572,10 +2573,7 @@ inline void engram_gather_f32(const int32_t *ring, int64_t capacity, int64_t t, 
       [&](int64_t index, float *row) {
         std::memcpy(row, tables + index * sub_dim, static_cast<size_t>(sub_dim) * sizeof(float));
       },
-      [&](int64_t index) {
-        for (int64_t at = 0; at < sub_dim; at += 16)
-          prefetch_line(tables + index * sub_dim + at);
-      },
+      [&](int64_t index) { prefetch_bytes(tables + index * sub_dim, sub_dim * static_cast<int64_t>(sizeof(float))); },
       out);
 }
 

@@ -353,8 +353,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
     // CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits; CQ2
     // chunk-major, so one chunk's tables serve every tile from registers. Where VBMI and VNNI look
     // them up and add them in fewer operations, the tables in fixed point as byte planes (CQ2 the
-    // same sums; CQ4 a token alone). CQ4 in whole tiles only: padded to a tile, the lanes' 4-row
-    // mixing projections would quadruple.
+    // same sums; CQ4 a token alone on 64 tiles or more, kCq4PlaneTiles). CQ4 in whole tiles only:
+    // padded to a tile, the lanes' 4-row mixing projections would quadruple.
     useCqLutChunkMajorLayout(program, vnni ? "cq2_exact_chunk_matmul_avx512vnni" : "cq2_exact_chunk_matmul_avx512");
     useCqLutDwordLayout(program, {4}, vnni ? "cq4_exact_dword_matmul_avx512vnni" : "cq4_exact_dword_matmul_avx512",
                         kWholeCqLutTiles);

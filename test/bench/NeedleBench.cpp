@@ -125,7 +125,7 @@ const char *kernelUnavailable(int64_t choice) {
 #endif
 }
 
-/// Why BM_RuntimeCq's kernel `choice` (0 portable, 1 and 2 AVX2, 3 AVX-512F, 4 and 5 AVX-512 VBMI
+/// Why BM_RuntimeCq's kernel `choice` (0 portable, 1 and 2 AVX2, 3 AVX-512F, 4 to 6 AVX-512 VBMI
 /// and VNNI) cannot run here, or nullptr if it can.
 const char *cqKernelUnavailable(int64_t choice) {
   if (const char *why = kernelUnavailable(choice >= 3 ? 2 : choice > 0 ? 1 : 0))
@@ -221,7 +221,9 @@ void BM_VectorThroughput(benchmark::State &state) { BM_VectorMix<12, 12, 0, 0>(s
 /// CqLutChunkMajor; CQ4: cq4_exact_dword_matmul_avx512 on CqLutDword); 4, the fast mode's kernel
 /// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword); 5, the
 /// exact kernels it calls on such a CPU (CQ2: cq2_exact_chunk_matmul_avx512vnni on CqLutChunkMajor; CQ4:
-/// cq4_exact_dword_matmul_avx512vnni on CqLutDword). Reports
+/// cq4_exact_dword_matmul_avx512vnni on CqLutDword); 6, CQ4 only, the byte planes for every token
+/// (cq4_plane_matmul_avx512vnni on CqLutDword), which 5 takes for a token alone on 64 tiles or
+/// more (BM_RuntimeCq4Planes weighs the two). Reports
 /// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
 /// pass).
 void BM_RuntimeCq(benchmark::State &state) {
@@ -234,6 +236,7 @@ void BM_RuntimeCq(benchmark::State &state) {
   const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
                       : choice == 5 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512vnni
                       : choice == 5              ? needle_rt::cq4_exact_dword_matmul_avx512vnni
+                      : choice == 6              ? needle_rt::cq4_plane_matmul_avx512vnni
                       : choice == 3 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512
                       : choice == 3              ? needle_rt::cq4_exact_dword_matmul_avx512
                       : choice == 2              ? needle_rt::cqlut_matmul_avx2
@@ -445,6 +448,15 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({8192, 768, 4, 16, 5})
     ->Args({16, 3072, 4, 1, 3}) // needle3: the lanes' phi_res, one tile
     ->Args({16, 3072, 4, 1, 5})
+    ->Unit(benchmark::kMicrosecond);
+// The CQ4 byte planes (6) against the FMA kernel (3) for a token alone, by rows: where the planes'
+// tables (about a thousand cycles a group) pay for their fewer operations a chunk
+// (kCq4PlaneTiles). Not in bench-vs-ggml.sh's table.
+BENCHMARK(BM_RuntimeCq)
+    ->Name("BM_RuntimeCq4Planes")
+    ->ArgNames({"rows", "cols", "bits", "n", "kernel"})
+    ->ArgsProduct({{16, 64, 256}, {3072}, {4}, {1}, {3, 6}})
+    ->ArgsProduct({{512, 1024, 2048, 8192}, {768}, {4}, {1}, {3, 6}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RuntimeCqStream)
     ->ArgNames({"rows", "cols", "count", "kernel"})
