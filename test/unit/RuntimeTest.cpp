@@ -498,6 +498,20 @@ TEST(Runtime, CqLutChunkMajorExactMatmulAvx512Vnni) {
   checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512vnni");
 }
 
+/// `kernel` on m laid out as `layout`, for n tokens of rotated random inputs (named after `what`):
+/// the tokens one after another, each its x_rot (padded) then its y (rows), for comparing kernels
+/// bit for bit.
+Vec cqMatmulRun(const CqMatrix &m, CqLayout layout, CqMatmulKernel kernel, int64_t n, const std::string &what) {
+  const auto [packed, norms] = relaid(m, layout);
+  const int64_t padded = cq::paddedCols(m.cols), stride = padded + m.rows;
+  Vec io(static_cast<size_t>(n * stride));
+  for (int64_t j = 0; j < n; ++j)
+    needle_rt::hadamard(normals(what + " x" + std::to_string(j), m.cols).data(), m.cols, 128, io.data() + j * stride);
+  kernel(packed.data(), norms.data(), m.codebook.data(), m.bits, m.rows, m.cols, io.data(), io.data() + padded, stride,
+         n);
+  return io;
+}
+
 // The byte planes add the same int32 entries as the AVX-512F kernel's vpermd lookups (exact
 // integer sums) and scale them by the same float operations: the same floats, bit for bit.
 TEST(Runtime, CqLutChunkMajorVnniEqualsAvx512) {
@@ -507,17 +521,8 @@ TEST(Runtime, CqLutChunkMajorVnniEqualsAvx512) {
        {std::tuple<int64_t, int64_t, int64_t>{37, 1100, 1}, {64, 640, 3}, {1030, 256, 2}, {16, 128, 1}}) {
     const std::string what = "vnni vs avx512 rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
     const CqMatrix m(what, rows, cols, 2);
-    const auto [packed, norms] = relaid(m, CqLayout::CqLutChunkMajor);
-    const int64_t padded = cq::paddedCols(cols), stride = padded + rows;
-    Vec avx512(static_cast<size_t>(n * stride));
-    for (int64_t j = 0; j < n; ++j)
-      needle_rt::hadamard(normals(what + " x" + std::to_string(j), cols).data(), cols, 128, avx512.data() + j * stride);
-    Vec vnni = avx512;
-    needle_rt::cq2_exact_chunk_matmul_avx512(packed.data(), norms.data(), m.codebook.data(), 2, rows, cols,
-                                             avx512.data(), avx512.data() + padded, stride, n);
-    needle_rt::cq2_exact_chunk_matmul_avx512vnni(packed.data(), norms.data(), m.codebook.data(), 2, rows, cols,
-                                                 vnni.data(), vnni.data() + padded, stride, n);
-    expectBitEqual(vnni, avx512, what);
+    expectBitEqual(cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq2_exact_chunk_matmul_avx512vnni, n, what),
+                   cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq2_exact_chunk_matmul_avx512, n, what), what);
   }
 }
 
@@ -546,18 +551,9 @@ TEST(Runtime, CqLutDwordVnniTakesPlanesForLargeMatricesOnly) {
                                         {1040, 2, false}}) {
     const std::string what = "cq4 vnni choice rows=" + std::to_string(rows) + " n=" + std::to_string(n);
     const CqMatrix m(what, rows, 384, 4);
-    const auto [packed, norms] = relaid(m, CqLayout::CqLutDword);
-    const int64_t padded = cq::paddedCols(384), stride = padded + rows;
-    Vec chosen(static_cast<size_t>(n * stride));
-    for (int64_t j = 0; j < n; ++j)
-      needle_rt::hadamard(normals(what + " x" + std::to_string(j), 384).data(), 384, 128, chosen.data() + j * stride);
-    Vec plane = chosen, fma = chosen;
-    const auto run = [&](CqMatmulKernel kernel, Vec &io) {
-      kernel(packed.data(), norms.data(), m.codebook.data(), 4, rows, 384, io.data(), io.data() + padded, stride, n);
-    };
-    run(needle_rt::cq4_exact_dword_matmul_avx512vnni, chosen);
-    run(needle_rt::cq4_plane_matmul_avx512vnni, plane);
-    run(needle_rt::cq4_exact_dword_matmul_avx512, fma);
+    const Vec chosen = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_exact_dword_matmul_avx512vnni, n, what),
+              plane = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_plane_matmul_avx512vnni, n, what),
+              fma = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_exact_dword_matmul_avx512, n, what);
     EXPECT_NE(plane, fma) << what << ": the planes' floats and the FMA kernel's must differ for this test to tell";
     expectBitEqual(chosen, planes ? plane : fma, what + (planes ? " takes the planes" : " takes the FMA kernel"));
   }
