@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The proof a restructuring keeps behaviour: what needlec emits for needle3, before and after.
+#
+#   scripts/emitted-set.sh emit DIR [NEEDLEC]    emit the set into DIR (NEEDLEC: build/bin/needlec)
+#   scripts/emitted-set.sh compare BEFORE AFTER  list the files that differ; exit 1 if any does
+#
+# The set: needle3 (seed 1, CQ) at depths 2, 8 and 20 for x86_64 (the baseline, x86-64-v3,
+# skylake-avx512 and sapphirerapids: each picks other kernels), aarch64 (and +dotprod), armv7,
+# riscv64 and wasm32, the fast mode where it has kernels of its own, and the C++ backend's
+# source. Build the "before" needlec from the old commit into its own build directory, emit
+# with each, then compare. DEPTHS="2" narrows the set for a quick check. The compare leaves out
+# the version stamp (the commit built, which differs by construction): the objects' .comment or
+# wasm producers section, and the stamp line of the headers and sources.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+emit_set() {
+  local dir=$1 needlec=${2:-build/bin/needlec}
+  local synth
+  synth="$(dirname "$needlec")/needle-synth"
+  mkdir -p "$dir"
+  [ -f "$dir/needle3.needle" ] || "$synth" --preset needle3 --seed 1 --quantized -o "$dir/needle3.needle"
+  local -a variants=(
+    "x86_64|x86_64"
+    "x86_64-v3|x86_64 --mcpu x86-64-v3"
+    "x86_64-avx512|x86_64 --mcpu skylake-avx512"
+    "x86_64-spr|x86_64 --mcpu sapphirerapids"
+    "x86_64-spr-int8|x86_64 --mcpu sapphirerapids --activations int8"
+    "x86_64-v3-int8|x86_64 --mcpu x86-64-v3 --activations int8"
+    "aarch64|aarch64"
+    "aarch64-dotprod-int8|aarch64 --mattr +dotprod --activations int8"
+    "armv7|armv7"
+    "riscv64|riscv64"
+    "wasm32|wasm32"
+    "wasm32-int8|wasm32 --activations int8"
+  )
+  local depth variant name target
+  for depth in ${DEPTHS:-2 8 20}; do
+    for variant in "${variants[@]}"; do
+      name=${variant%%|*}
+      target=${variant#*|}
+      # shellcheck disable=SC2086 # the target column is several flags
+      "$needlec" "$dir/needle3.needle" --layers "$depth" --target $target -o "$dir/$name-$depth"
+    done
+    "$needlec" "$dir/needle3.needle" --layers "$depth" --emit cpp -o "$dir/cpp-$depth"
+    "$needlec" "$dir/needle3.needle" --layers "$depth" --emit cpp --activations int8 -o "$dir/cpp-int8-$depth"
+  done
+  (cd "$dir" && sha256sum -- *.o *.h *.cpp >SHA256SUMS)
+  echo "emitted-set: $(wc -l <"$dir/SHA256SUMS") files in $dir"
+}
+
+# $1 without its version stamp, into $2.
+unstamped() {
+  case $1 in
+  *.o) llvm-objcopy-19 --remove-section=.comment --remove-section=producers "$1" "$2" ;;
+  *) sed -E 's/needlec [0-9.]+ \(commit [^)]*\)/needlec VERSION/' "$1" >"$2" ;;
+  esac
+}
+
+compare_sets() {
+  local before=$1 after=$2 differ=0 file scratch
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' RETURN
+  while read -r _ file; do
+    unstamped "$before/$file" "$scratch/before"
+    unstamped "$after/$file" "$scratch/after"
+    if ! cmp -s "$scratch/before" "$scratch/after"; then
+      echo "differs: $file"
+      differ=1
+    fi
+  done <"$before/SHA256SUMS"
+  if ! diff -q <(awk '{print $2}' "$before/SHA256SUMS") <(awk '{print $2}' "$after/SHA256SUMS") >/dev/null; then
+    echo "the two sets hold different files"
+    differ=1
+  fi
+  ((differ == 0)) && echo "emitted-set: $(wc -l <"$before/SHA256SUMS") files byte-identical"
+  return "$differ"
+}
+
+case ${1:-} in
+emit) emit_set "${@:2}" ;;
+compare) compare_sets "${@:2}" ;;
+*)
+  sed -n '2,11p' "$0"
+  exit 2
+  ;;
+esac
