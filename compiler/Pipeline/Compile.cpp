@@ -1,0 +1,295 @@
+#include "Pipeline/Compile.h"
+
+#include "Import/Importer.h"
+#include "Model/Ladder.h"
+#include "Model/NeedleFile.h"
+#include "Needle/Transforms/Passes.h"
+#include "Pipeline/Pipeline.h"
+#include "Support/Error.h"
+#include "codegen/Cpp/CppEmitter.h"
+#include "codegen/Lower/Lower.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace fs = std::filesystem;
+
+namespace needle {
+
+namespace {
+
+/// Online rotations before and after folding, and float weights left.
+struct PipelineFigures {
+  int64_t rotationsBefore = 0, rotationsAfter = 0, dequantizedWeights = 0;
+};
+
+/// Counts the online rotations just before needle-fold-hadamard runs (after any slicing), so
+/// one pass manager runs the whole pipeline and --mlir-timing reports it in one table.
+class RotationsBeforeFolding : public mlir::PassInstrumentation {
+public:
+  explicit RotationsBeforeFolding(int64_t &count) : count_(count) {}
+  void runBeforePass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass->getArgument() == "needle-fold-hadamard")
+      count_ = countOnlineRotations(mlir::cast<mlir::ModuleOp>(op));
+  }
+
+private:
+  int64_t &count_;
+};
+
+/// Runs the pipeline (or, without `optimize`, only the slicing), with MLIR's command-line
+/// pass-manager and timing options applied where `options` says.
+PipelineFigures runPipeline(mlir::ModuleOp module, std::optional<int64_t> depth, bool optimize,
+                            const CompileOptions &options) {
+  PipelineFigures figures;
+  mlir::PassManager pm(module.getContext());
+  if (options.mlirCommandLine) {
+    if (failed(mlir::applyPassManagerCLOptions(pm)))
+      fail("--mlir-*: the pass manager options are inconsistent");
+    mlir::applyDefaultTimingPassManagerCLOptions(pm);
+  }
+  if (optimize)
+    buildDefaultPipeline(pm, depth.value_or(0));
+  else if (depth)
+    pm.addPass(createSliceDepth(SliceDepthOptions{*depth}));
+  pm.addInstrumentation(std::make_unique<RotationsBeforeFolding>(figures.rotationsBefore));
+  if (mlir::failed(pm.run(module)))
+    fail("the pass pipeline failed (see the diagnostics above)");
+  figures.rotationsAfter = countOnlineRotations(module);
+  if (!optimize)
+    figures.rotationsBefore = figures.rotationsAfter;
+  figures.dequantizedWeights = countDequantizedWeights(module);
+  return figures;
+}
+
+std::string pipelineStats(const PipelineFigures &f) {
+  return fmt::format("online rotations per token: {} before folding, {} after\n"
+                     "dequantized weight matrices: {}\n",
+                     f.rotationsBefore, f.rotationsAfter, f.dequantizedWeights);
+}
+
+std::string modelStats(const Model &model, uint64_t fileBytes) {
+  uint64_t payload = 0, cqWeights = 0, cqBytes = 0;
+  int cqTensors = 0;
+  for (const auto &[name, t] : model.tensors) {
+    payload += t.storedBytes();
+    if (t.storage == Tensor::Storage::CQ) {
+      ++cqTensors;
+      cqWeights += t.elements();
+      cqBytes += t.storedBytes();
+    }
+  }
+  return fmt::format("layers: {}\nparameters: {}\ntensors: {} ({} CQ)\ncq bits per weight: {:.4f}\n"
+                     "payload bytes: {}\nfile bytes: {}\ncontainer overhead: {:.4f}%\n",
+                     model.config.numLayers, model.parameterCount(), model.tensors.size(), cqTensors,
+                     cqWeights ? 8.0 * cqBytes / cqWeights : 0.0, payload, fileBytes,
+                     100.0 * (fileBytes - payload) / std::max<uint64_t>(payload, 1));
+}
+
+std::string phaseStats(const std::vector<PhaseTime> &times) {
+  std::string text;
+  double total = 0;
+  for (const PhaseTime &time : times) {
+    text += fmt::format("time: {:<40} {:8.3f} s\n", time.phase, time.seconds);
+    total += time.seconds;
+  }
+  return text + fmt::format("time: {:<40} {:8.3f} s\n", "total", total);
+}
+
+/// The prepared model with --max-seq applied; *transformed as prepareModel sets it, and set when
+/// --max-seq changed the model too.
+Model loadModel(const CompileOptions &options, const PrepareOptions &prepare, bool &transformed) {
+  Model model = prepareModel(options.input, prepare, &transformed);
+  if (options.maxSeq) {
+    if (*options.maxSeq < 1 || *options.maxSeq > model.config.maxSeqLen)
+      fail("--max-seq: {} is outside 1..{} (the model's max_seq_len)", *options.maxSeq, model.config.maxSeqLen);
+    transformed = transformed || *options.maxSeq != model.config.maxSeqLen;
+    model.config.maxSeqLen = *options.maxSeq;
+  }
+  return model;
+}
+
+/// Where the IR's weights live: the input itself when it is an unchanged .needle file, else a
+/// .needle written beside the IR. The IR names it relative to the IR's directory.
+struct WeightsPlan {
+  std::string reference;         // the needle.model attribute
+  std::optional<fs::path> write; // a file to write, when the model was transformed
+};
+
+WeightsPlan planWeights(const fs::path &input, const std::string &out, bool transformed) {
+  if (out == "-") {
+    if (transformed)
+      fail("-o -: the IR must name a weights file, but the model was merged, quantized or changed; "
+           "write the IR to a file (its weights go beside it) or start from a CQ .needle");
+    return {input.string(), std::nullopt};
+  }
+  fs::path outPath(out);
+  const fs::path directory = fs::absolute(outPath).parent_path();
+  if (!transformed)
+    return {fs::relative(fs::absolute(input), directory).string(), std::nullopt};
+  fs::path weights = outPath;
+  weights.replace_extension(".needle");
+  if (weights == outPath)
+    fail("-o {}: an IR file cannot end in .needle (its weights are written beside it as .needle)", out);
+  return {weights.filename().string(), weights};
+}
+
+std::string bytesOf(const std::vector<uint8_t> &bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+/// The IR after the pipeline (or straight after import), and the weights it names when they are
+/// not the input's.
+CompileResult emitMlir(const CompileOptions &options) {
+  PrepareOptions prepare = options.prepare;
+  prepare.layers.reset(); // the IR is imported whole and sliced by needle-slice-depth
+  bool transformed = false;
+  Model model = loadModel(options, prepare, transformed);
+  if (options.prepare.layers)
+    validateDepth(*options.prepare.layers, model.config.numLayers, options.input.string());
+  const WeightsPlan weights = planWeights(options.input, options.output, transformed);
+
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, weights.reference);
+  const PipelineFigures figures = runPipeline(*module, options.prepare.layers, options.passes, options);
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module->print(stream, mlir::OpPrintingFlags()); // honours --mlir-print-debuginfo
+  stream << "\n";                                 // as needle-opt prints it, so the two compare as text
+  stream.flush();
+
+  CompileResult result;
+  if (weights.write)
+    result.files.push_back(
+        {weights.write->string(), bytesOf(serializeNeedle(model)), "the weights written beside the IR"});
+  result.files.push_back({options.output, std::move(text)});
+  result.stats = pipelineStats(figures);
+  return result;
+}
+
+/// The model through the pipeline, lowered to kernel calls: what both code printers print.
+KernelProgram compileProgram(const CompileOptions &options, const std::string &backend, std::vector<PhaseTime> &times,
+                             std::string &stats) {
+  auto start = std::chrono::steady_clock::now();
+  auto done = [&](const char *phase) {
+    const auto now = std::chrono::steady_clock::now();
+    times.push_back({phase, std::chrono::duration<double>(now - start).count()});
+    start = now;
+  };
+  bool transformed = false;
+  Model model = loadModel(options, options.prepare, transformed);
+  done("load and prepare the model");
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, options.input.string());
+  const PipelineFigures figures = runPipeline(*module, std::nullopt, true, options);
+  done("import and pass pipeline");
+  KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);
+  done("lower to kernel calls");
+  stats += pipelineStats(figures);
+  return program;
+}
+
+/// OUT.cpp + OUT.h: the model printed as standalone C++.
+CompileResult emitCpp(const CompileOptions &options) {
+  CompileResult result;
+  std::vector<PhaseTime> times;
+  const KernelProgram program = compileProgram(options, "--emit cpp", times, result.stats);
+  const std::string headerName = fs::path(options.output).filename().string() + ".h";
+  CppModel cpp = needle::emitCpp(program, options.name, headerName, options.activations);
+  result.files.push_back({options.output + ".h", std::move(cpp.header)});
+  result.files.push_back({options.output + ".cpp", std::move(cpp.source)});
+  return result;
+}
+
+const char *emitFlag(EmitKind kind) {
+  switch (kind) {
+  case EmitKind::Object:
+    return "obj";
+  case EmitKind::LlvmIr:
+    return "llvm";
+  case EmitKind::Assembly:
+    return "asm";
+  case EmitKind::Cpp:
+    return "cpp";
+  case EmitKind::Needle:
+    return "needle";
+  case EmitKind::Mlir:
+    return "mlir";
+  }
+  return "";
+}
+
+/// OUT.o + OUT.h (--emit obj), or the LLVM IR (--emit llvm) or assembly (--emit asm) as OUT, for
+/// the target.
+CompileResult emitObjectFile(const CompileOptions &options) {
+  if (!options.target)
+    fail("internal: --emit {} without a resolved target", emitFlag(options.emit));
+  const TargetSpec &target = *options.target;
+  CompileResult result;
+  std::vector<PhaseTime> times;
+  KernelProgram program =
+      compileProgram(options, fmt::format("--emit {}", emitFlag(options.emit)), times, result.stats);
+  ObjectOptions objectOptions;
+  objectOptions.name = options.name;
+  objectOptions.output = options.emit == EmitKind::Object   ? ObjectOutput::Object
+                         : options.emit == EmitKind::LlvmIr ? ObjectOutput::LlvmIr
+                                                            : ObjectOutput::Assembly;
+  objectOptions.kernels = options.kernels;
+  objectOptions.activations = options.activations;
+  std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
+  if (options.emit == EmitKind::Object) {
+    result.files.push_back({options.output + ".h", emitHeader(options.name)});
+    result.files.push_back({options.output + ".o", std::move(bytes)});
+  } else {
+    result.files.push_back({options.output, std::move(bytes)});
+  }
+  result.stats += fmt::format("target: {} (cpu {}, features {})\n", target.triple, target.cpu,
+                              target.features.empty() ? "none" : target.features);
+  result.stats += phaseStats(times);
+  return result;
+}
+
+/// The prepared model as a .needle file; its stats, and the pipeline's figures for a CQ model.
+CompileResult emitNeedle(const CompileOptions &options) {
+  bool transformed = false;
+  Model model = loadModel(options, options.prepare, transformed);
+  CompileResult result;
+  result.files.push_back({options.output, bytesOf(serializeNeedle(model))});
+  result.stats = modelStats(model, result.files.back().bytes.size());
+  if (model.tensor("embed.weight").storage == Tensor::Storage::CQ) {
+    mlir::MLIRContext context;
+    loadNeedleDialects(context);
+    mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, options.output);
+    result.stats += pipelineStats(runPipeline(*module, std::nullopt, true, options));
+  }
+  return result;
+}
+
+} // namespace
+
+bool isObjectKind(EmitKind kind) {
+  return kind == EmitKind::Object || kind == EmitKind::LlvmIr || kind == EmitKind::Assembly;
+}
+
+CompileResult compile(const CompileOptions &options) {
+  switch (options.emit) {
+  case EmitKind::Mlir:
+    return emitMlir(options);
+  case EmitKind::Cpp:
+    return emitCpp(options);
+  case EmitKind::Needle:
+    return emitNeedle(options);
+  case EmitKind::Object:
+  case EmitKind::LlvmIr:
+  case EmitKind::Assembly:
+    return emitObjectFile(options);
+  }
+  fail("internal: an --emit kind compile() does not know");
+}
+
+} // namespace needle

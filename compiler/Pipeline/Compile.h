@@ -1,0 +1,63 @@
+// needlec's work between its flags and its files: load and prepare the model, import it, run the
+// pass pipeline, lower it and print it, returning every output as bytes. The driver
+// (tools/needlec) parses the command line into CompileOptions and writes what compile() returns;
+// nothing here touches an output path, so the whole compilation is testable in memory.
+#pragma once
+
+#include "Model/Prepare.h"
+#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Object/ObjectEmitter.h"
+#include "targets/Targets.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace needle {
+
+/// --emit: what compile() produces.
+enum class EmitKind { Object, LlvmIr, Assembly, Cpp, Needle, Mlir };
+
+/// Whether `kind` goes through the object printer (and so needs a target).
+bool isObjectKind(EmitKind kind);
+
+struct CompileOptions {
+  std::filesystem::path input; // MODEL
+  PrepareOptions prepare;      // --layers, --lora, --codebook
+  std::optional<int64_t> maxSeq;
+  EmitKind emit = EmitKind::Object;
+  std::optional<TargetSpec> target; // the object kinds' target, resolved
+  std::string name = "needle_model";
+  KernelChoice kernels = KernelChoice::Native;
+  Activations activations = Activations::Float;
+  int64_t batch = 16;
+  bool passes = true; // --emit mlir: false prints the IR straight after import
+  /// -o: where the outputs go ("-" for stdout). The IR names its weights file relative to it, and
+  /// the outputs' paths are formed from it.
+  std::string output;
+  /// Applies MLIR's pass-manager and timing flags (--mlir-timing, --mlir-print-ir-*), which the
+  /// driver has registered and parsed; a library caller leaves them out.
+  bool mlirCommandLine = false;
+};
+
+/// One file compile() produced. `path` is "-" for stdout.
+struct OutputFile {
+  std::string path;
+  std::string bytes;
+  std::string role; // what it is, when not -o's own output ("the weights written beside the IR")
+};
+
+struct CompileResult {
+  /// Every output, in the order the driver must move them into place (a header before the object
+  /// that needs it, the IR's weights before the IR).
+  std::vector<OutputFile> files;
+  /// What --stats prints: sizes, rotations per token, the target, phase times; one figure a line.
+  std::string stats;
+};
+
+/// Compiles as `options` say. Fails (needle::Error) on any user error before producing anything.
+CompileResult compile(const CompileOptions &options);
+
+} // namespace needle
