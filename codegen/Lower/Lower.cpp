@@ -23,8 +23,6 @@ using Arg = KernelArg;
 using Kind = KernelArg::Kind;
 constexpr int64_t kFloatBytes = sizeof(float);
 
-int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 Arg f32(APFloat value) { return Arg::f32(value.convertToFloat()); }
 
 class Lowering {

@@ -12,8 +12,6 @@ using namespace needle::ir;
 
 namespace {
 
-int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
-ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
 constexpr int64_t kFloat = sizeof(float);
 
 } // namespace

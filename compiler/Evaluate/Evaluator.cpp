@@ -56,8 +56,6 @@ Vec fromLanes(const Lanes &lanes) {
   return v;
 }
 
-int64_t lengthOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(0); }
-
 } // namespace
 
 struct IrEvaluator::Impl {

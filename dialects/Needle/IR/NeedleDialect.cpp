@@ -100,13 +100,10 @@ int64_t CqType::getPaddedCols() const { return needle::roundUp(getCols(), getGro
 
 namespace {
 
-int64_t length(Value value) { return cast<RankedTensorType>(value.getType()).getDimSize(0); }
-ArrayRef<int64_t> shapeOf(Value value) { return cast<RankedTensorType>(value.getType()).getShape(); }
-
 /// Emits "<what> has length N, expected M" unless equal.
 LogicalResult expectLength(Operation *op, Value value, int64_t expected, StringRef what) {
-  if (length(value) != expected)
-    return op->emitOpError() << what << " has length " << length(value) << ", expected " << expected;
+  if (lengthOf(value) != expected)
+    return op->emitOpError() << what << " has length " << lengthOf(value) << ", expected " << expected;
   return success();
 }
 
@@ -213,7 +210,7 @@ LogicalResult HadamardOp::verify() {
   const int64_t group = getGroup();
   if (group < 1 || (group & (group - 1)) || group > needle::kMaxTensorElements)
     return emitOpError("group must be a power of two up to ") << needle::kMaxTensorElements << ", got " << group;
-  return expectLength(*this, getResult(), needle::roundUp(length(getInput()), group), "result");
+  return expectLength(*this, getResult(), needle::roundUp(lengthOf(getInput()), group), "result");
 }
 
 OpFoldResult HadamardOp::fold(FoldAdaptor adaptor) {
@@ -224,7 +221,7 @@ OpFoldResult HadamardOp::fold(FoldAdaptor adaptor) {
   // Rotations of constants are done at compile time.
   if (auto constant = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput())) {
     std::vector<float> values(constant.getValues<float>().begin(), constant.getValues<float>().end());
-    values.resize(length(getResult()), 0.0f);
+    values.resize(lengthOf(getResult()), 0.0f);
     for (size_t g = 0; g < values.size(); g += getGroup())
       needle::cq::fwht(values.data() + g, getGroup());
     return DenseElementsAttr::get(getType(), ArrayRef<float>(values));
@@ -263,9 +260,9 @@ LogicalResult UnpadRowsOp::verify() {
   if (failed(expectPositive(*this, getRows(), "rows")) || failed(expectPositive(*this, getWidth(), "width")))
     return failure();
   const int64_t rows = static_cast<int64_t>(getRows()), width = static_cast<int64_t>(getWidth());
-  if (length(getInput()) % rows || length(getInput()) / rows < width)
+  if (lengthOf(getInput()) % rows || lengthOf(getInput()) / rows < width)
     return emitOpError("input of length ")
-           << length(getInput()) << " is not " << getRows() << " rows of at least " << getWidth();
+           << lengthOf(getInput()) << " is not " << getRows() << " rows of at least " << getWidth();
   return expectLength(*this, getResult(), getRows() * getWidth(), "result");
 }
 
@@ -273,7 +270,7 @@ LogicalResult UnpadRowsOp::verify() {
 // Lanes
 //===----------------------------------------------------------------------===//
 
-LogicalResult LanesInitOp::verify() { return expectShape(*this, getResult(), {4, length(getInput())}, "result"); }
+LogicalResult LanesInitOp::verify() { return expectShape(*this, getResult(), {4, lengthOf(getInput())}, "result"); }
 
 LogicalResult LaneNormOp::verify() {
   if (failed(verifyLanes(*this, getLanes())))
@@ -332,17 +329,17 @@ LogicalResult CausalTapsOp::verify() {
 LogicalResult ZcNormOp::verify() {
   if (failed(expectPositive(*this, getHeads(), "heads")))
     return failure();
-  if (length(getInput()) % getHeads())
-    return emitOpError("input of length ") << length(getInput()) << " does not split into " << getHeads() << " heads";
-  return expectLength(*this, getScale(), length(getInput()) / getHeads(), "scale");
+  if (lengthOf(getInput()) % getHeads())
+    return emitOpError("input of length ") << lengthOf(getInput()) << " does not split into " << getHeads() << " heads";
+  return expectLength(*this, getScale(), lengthOf(getInput()) / getHeads(), "scale");
 }
 
 LogicalResult RopeOp::verify() {
   if (failed(expectPositive(*this, getHeads(), "heads")))
     return failure();
-  if (length(getInput()) % (2 * getHeads()))
+  if (lengthOf(getInput()) % (2 * getHeads()))
     return emitOpError("input of length ")
-           << length(getInput()) << " does not split into " << getHeads() << " heads of even size";
+           << lengthOf(getInput()) << " does not split into " << getHeads() << " heads of even size";
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError("theta must be positive");
   return success();
@@ -355,9 +352,9 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("kv_heads ") << getKvHeads() << " does not divide heads " << getHeads();
   if (getWindowAttr().getInt() < 0)
     return emitOpError("window must be non-negative, got ") << getWindowAttr().getInt();
-  if (length(getQuery()) % getHeads() || length(getValue()) % getKvHeads())
+  if (lengthOf(getQuery()) % getHeads() || lengthOf(getValue()) % getKvHeads())
     return emitOpError("query and value must split evenly into heads");
-  const int64_t headDim = length(getQuery()) / getHeads(), valueDim = length(getValue()) / getKvHeads();
+  const int64_t headDim = lengthOf(getQuery()) / getHeads(), valueDim = lengthOf(getValue()) / getKvHeads();
   return expectShapes(*this, {{getKey(), {static_cast<int64_t>(getKvHeads()) * headDim}, "key"},
                               {getResult(), {static_cast<int64_t>(getHeads()) * valueDim}, "result"}});
 }
@@ -365,7 +362,7 @@ LogicalResult AttentionOp::verify() {
 LogicalResult ResidualGateOp::verify() { return expectLength(*this, getGate(), 1, "gate"); }
 
 LogicalResult KronMlpOp::verify() {
-  const int64_t d = length(getInput()), n = length(getD1());
+  const int64_t d = lengthOf(getInput()), n = lengthOf(getD1());
   const int64_t ba = shapeOf(getW1a())[0], bb = shapeOf(getW1b())[0];
   if (n < d || (n & (n - 1)))
     return emitOpError("MLP width ") << n << " must be a power of two >= d_model " << d;

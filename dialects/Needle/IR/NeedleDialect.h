@@ -42,4 +42,12 @@ inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the la
 inline constexpr const char *kMaxSeqLenAttr = "needle.max_seq_len";    // tokens a session holds
 inline constexpr const char *kArenaAttr = "needle.arena"; // the session plan: {align, size, state_end, outputs_end}
 
+/// The shape of a value of ranked tensor type: every needle op's operands and results are.
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value value) {
+  return mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
+}
+
+/// The first dimension of a value of ranked tensor type: a vector's length.
+inline int64_t lengthOf(mlir::Value value) { return shapeOf(value)[0]; }
+
 } // namespace needle::ir
