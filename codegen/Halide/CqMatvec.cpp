@@ -1,13 +1,15 @@
 #include "codegen/Halide/Bitcode.h"
 #include "codegen/Halide/Kernels.h"
 
+#include "Quant/Cq.h"
+
 namespace needle {
 
 namespace {
 
 using namespace Halide;
 
-constexpr int kGroup = 128; // the CQ group size (docs/cq-format.md)
+constexpr int kGroup = static_cast<int>(needle::cq::kGroup); // Halide's expressions are int
 
 /// codebook[index] as a chain of selects on constants: a vector of lanes looks its values up
 /// with compares and blends, no gather.

@@ -1,5 +1,6 @@
 #include "codegen/Lower/WeightLayouts.h"
 
+#include "Quant/Cq.h"
 #include "Support/RoundUp.h"
 #include "runtime/needle_runtime.h"
 
@@ -14,7 +15,10 @@ namespace {
 
 // The layouts' sizes and block order are the runtime's own (runtime/needle_runtime.h), so the
 // re-laying and the kernels that read it cannot disagree.
-constexpr int64_t kGroup = needle_rt::cq_group;
+using cq::kGroup;
+// The runtime is self-contained C++ (it travels into --emit cpp's source), so it spells the group
+// size itself; the two must agree.
+static_assert(kGroup == needle_rt::cq_group);
 constexpr int64_t kLutTile = needle_rt::CqLut16::tile;
 static_assert(needle_rt::CqX8::block == needle_rt::CqLut16::block, "one block order for both layouts");
 static_assert(kWholeCqLutTiles.multiple == kLutTile, "whole tiles are CqLut16's");

@@ -2,6 +2,7 @@
 #include "codegen/Halide/Kernels.h"
 #include "codegen/Lower/WeightLayouts.h"
 
+#include "Quant/Cq.h"
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
 
@@ -157,11 +158,11 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
   auto tileOf = [&](const KernelCall &call) { return halideKernelOf(kernels, call)->bridgeArgs[0]; };
   CqRelayout tiled;
   tiled.packed = [&](const KernelCall &call, const uint8_t *packed) {
-    const int64_t rowBytes = roundUp(call.args[5].value, 128) * call.args[3].value / 8;
+    const int64_t rowBytes = roundUp(call.args[5].value, cq::kGroup) * call.args[3].value / 8;
     return tileRows(packed, call.args[4].value, rowBytes, 1, tileOf(call));
   };
   tiled.norms = [&](const KernelCall &call, const uint8_t *norms) {
-    return tileRows(norms, call.args[4].value, roundUp(call.args[5].value, 128) / 128, 2, tileOf(call));
+    return tileRows(norms, call.args[4].value, roundUp(call.args[5].value, cq::kGroup) / cq::kGroup, 2, tileOf(call));
   };
   relayCqWeights(program, [&](const KernelCall &call) { return halideKernelOf(kernels, call) != nullptr; }, tiled);
 }
