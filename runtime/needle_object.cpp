@@ -199,60 +199,28 @@ __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const
 // The kernels @step calls (codegen/Lower/Lower.cpp), by name: the model's module declares
 // needle_k_X with the types of its arguments, and needlec binds it to needle_kernel_X's target
 // after checking that the two function types are the same.
-#define NEEDLE_KERNEL(name) extern "C" const auto needle_kernel_##name = &needle_rt::name;
-NEEDLE_KERNEL(attention)
-NEEDLE_KERNEL(block_update)
-NEEDLE_KERNEL(causal_taps)
-NEEDLE_KERNEL(cq_matmul)
-NEEDLE_KERNEL(cq_matvec)
-NEEDLE_KERNEL(cq_row)
-NEEDLE_KERNEL(cqlut_matmul)
-NEEDLE_KERNEL(engram_gate)
-NEEDLE_KERNEL(engram_gather)
-NEEDLE_KERNEL(engram_gather_f32)
-NEEDLE_KERNEL(engram_remember)
-NEEDLE_KERNEL(gather_row)
-NEEDLE_KERNEL(hadamard)
-NEEDLE_KERNEL(head_confidence_into)
-NEEDLE_KERNEL(head_embedding)
-NEEDLE_KERNEL(head_pool_add_unless_pad)
-NEEDLE_KERNEL(head_pool_finish)
-NEEDLE_KERNEL(kron_mlp_flat)
-NEEDLE_KERNEL(lane_mean)
-NEEDLE_KERNEL(lane_norm)
-NEEDLE_KERNEL(lane_read)
-NEEDLE_KERNEL(lane_write)
-NEEDLE_KERNEL(lanes_init)
-NEEDLE_KERNEL(matvec)
-NEEDLE_KERNEL(mhc_gates)
-NEEDLE_KERNEL(residual_gate_from)
-NEEDLE_KERNEL(rope_into)
-NEEDLE_KERNEL(scale)
-NEEDLE_KERNEL(sigmoid_gate)
-NEEDLE_KERNEL(unpad_rows)
-NEEDLE_KERNEL(zc_norm)
-#if NEEDLE_RT_WASM_KERNELS
-NEEDLE_KERNEL(cqlut_matmul_simd128)
-#endif
+// The registry (needle_kernels.def) lists them with the instruction set each needs; this
+// architecture's bitcode exports the ones it can compile.
+#define NEEDLE_EXPORT_Portable(name) extern "C" const auto needle_kernel_##name = &needle_rt::name;
 #if NEEDLE_RT_X86_KERNELS
-NEEDLE_KERNEL(attention_avx2)
-NEEDLE_KERNEL(attention_avx512)
-NEEDLE_KERNEL(hadamard_avx512)
-NEEDLE_KERNEL(hadamard_avx2)
-NEEDLE_KERNEL(cqlut_matmul_avx2)
-NEEDLE_KERNEL(cqx8_matmul_avx2)
-NEEDLE_KERNEL(cqlut_exact_matmul_avx2)
-NEEDLE_KERNEL(cq2_exact_chunk_matmul_avx512)
-NEEDLE_KERNEL(cq2_exact_chunk_matmul_avx512vnni)
-NEEDLE_KERNEL(cq4_exact_dword_matmul_avx512)
-NEEDLE_KERNEL(cq4_exact_dword_matmul_avx512vnni)
-NEEDLE_KERNEL(cqx8_matmul_avx512)
-NEEDLE_KERNEL(cqlut_matmul_avx512vnni)
-NEEDLE_KERNEL(kron_mlp_flat_avx2)
-NEEDLE_KERNEL(kron_mlp_flat_avx512)
-NEEDLE_KERNEL(mhc_gates_avx2)
-NEEDLE_KERNEL(sigmoid_gate_avx2)
+#define NEEDLE_EXPORT_Avx2 NEEDLE_EXPORT_Portable
+#define NEEDLE_EXPORT_Avx512 NEEDLE_EXPORT_Portable
+#define NEEDLE_EXPORT_Avx512Vnni NEEDLE_EXPORT_Portable
+#else
+#define NEEDLE_EXPORT_Avx2(name)
+#define NEEDLE_EXPORT_Avx512(name)
+#define NEEDLE_EXPORT_Avx512Vnni(name)
 #endif
+#if NEEDLE_RT_WASM_KERNELS
+#define NEEDLE_EXPORT_Simd128 NEEDLE_EXPORT_Portable
+#else
+#define NEEDLE_EXPORT_Simd128(name)
+#endif
+#define NEEDLE_EXPORT_Both(name, isa) NEEDLE_EXPORT_##isa(name)
+#define NEEDLE_EXPORT_ObjectOnly(name, isa) NEEDLE_EXPORT_##isa(name)
+#define NEEDLE_EXPORT_CppOnly(name, isa)
+#define NEEDLE_KERNEL(name, signature, layout, isa, backends) NEEDLE_EXPORT_##backends(name, isa)
+#include "needle_kernels.def"
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;
 extern "C" const auto needle_kernel_attention_halide = &needle_halide::attention;

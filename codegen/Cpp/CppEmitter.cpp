@@ -1,6 +1,6 @@
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/KernelProgram.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/Select.h"
 
 #include "Support/Version.h"
 
@@ -315,14 +315,7 @@ std::string Printer::source(const std::string &headerName) {
 
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
-  // CQ2 matvecs read the CqLut16 layout and CQ4 ones CqX8 (the fast mode's: CqLut16 for CQ2 and
-  // for CQ4 of kFastCq4Rows; the rest, exact, as the exact mode's), whatever the compiler targets:
-  // their kernels pick SIMD code by #if (AVX2; the fast mode's also NEON and simd128) and plain
-  // C++ otherwise.
-  if (activations == Activations::Int8)
-    useFastCqLayout(program, useCqLut16Layout, "cqlut_matmul");
-  useCqLut16Layout(program, {2}, "cqlut_exact_matmul");
-  useCqX8Layout(program, "cqx8_matmul");
+  selectKernels(program, {Backend::Cpp, {}, activations});
   return {header(name), Printer(program, name).source(headerName)};
 }
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "codegen/Lower/KernelProgram.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 
 #include <string>
 

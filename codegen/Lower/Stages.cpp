@@ -1,4 +1,5 @@
 #include "codegen/Lower/Stages.h"
+#include "codegen/Select/KernelRegistry.h"
 
 #include <map>
 #include <set>
@@ -17,7 +18,8 @@ bool perToken(const KernelArg &arg, int64_t outputsEnd) {
 
 /// cq_matvec(packed, norms, codebook, bits, rows, cols, x, y) on per-token x and y.
 bool batchable(const KernelCall &call, int64_t outputsEnd) {
-  return call.kernel == "cq_matvec" && perToken(call.args[6], outputsEnd) && perToken(call.args[7], outputsEnd);
+  return call.kernel == "cq_matvec" && perToken(argument(call, "x_rot"), outputsEnd) &&
+         perToken(argument(call, "y"), outputsEnd);
 }
 
 /// The shared arena buffers (by offset) `arg` names, pointer lists included.

@@ -1,6 +1,7 @@
 #include "codegen/Object/HalideKernels.h"
 #include "codegen/Halide/Kernels.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/KernelRegistry.h"
+#include "codegen/Select/WeightLayouts.h"
 
 #include "Quant/Cq.h"
 #include "Support/Error.h"
@@ -24,19 +25,22 @@ using Kind = KernelArg::Kind;
 /// any number of rows), the rest by every size they fix.
 std::optional<HalideKey> halideKey(const KernelCall &call) {
   if (isCqMatvec(call))
-    return HalideKey{"cq_matvec", {call.args[5].value, call.args[3].value}};
-  if (call.kernel == "hadamard") // (in, n, group, out)
-    return HalideKey{call.kernel, {call.args[2].value}};
-  if (call.kernel == "kron_mlp_flat") // (d_model, n, ba, bb, ...)
-    return HalideKey{call.kernel, {call.args[0].value, call.args[1].value, call.args[2].value, call.args[3].value}};
-  if (call.kernel == "attention") // (q, k, v, heads, kv_heads, dqk, dv, ...)
-    return HalideKey{call.kernel, {call.args[3].value, call.args[4].value, call.args[5].value, call.args[6].value}};
+    return HalideKey{"cq_matvec", {argValue(call, "cols"), argValue(call, "bits")}};
+  if (call.kernel == "hadamard")
+    return HalideKey{call.kernel, {argValue(call, "group")}};
+  if (call.kernel == "kron_mlp_flat")
+    return HalideKey{call.kernel,
+                     {argValue(call, "d_model"), argValue(call, "n"), argValue(call, "ba"), argValue(call, "bb")}};
+  if (call.kernel == "attention")
+    return HalideKey{
+        call.kernel,
+        {argValue(call, "heads"), argValue(call, "kv_heads"), argValue(call, "dqk"), argValue(call, "dv")}};
   return std::nullopt;
 }
 
 /// Whether a Halide CQ kernel with tiles of `tile` rows can serve `call`: its rows fill whole
 /// tiles.
-bool fillsTiles(const KernelCall &call, int64_t tile) { return call.args[4].value % tile == 0; }
+bool fillsTiles(const KernelCall &call, int64_t tile) { return argValue(call, "rows") % tile == 0; }
 
 /// Adds the Halide kernels for one width of CQ matvec to `set` (the batched one too where
 /// `batched`).
@@ -158,11 +162,12 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
   auto tileOf = [&](const KernelCall &call) { return halideKernelOf(kernels, call)->bridgeArgs[0]; };
   CqRelayout tiled;
   tiled.packed = [&](const KernelCall &call, const uint8_t *packed) {
-    const int64_t rowBytes = roundUp(call.args[5].value, cq::kGroup) * call.args[3].value / 8;
-    return tileRows(packed, call.args[4].value, rowBytes, 1, tileOf(call));
+    const int64_t rowBytes = roundUp(argValue(call, "cols"), cq::kGroup) * argValue(call, "bits") / 8;
+    return tileRows(packed, argValue(call, "rows"), rowBytes, 1, tileOf(call));
   };
   tiled.norms = [&](const KernelCall &call, const uint8_t *norms) {
-    return tileRows(norms, call.args[4].value, roundUp(call.args[5].value, cq::kGroup) / cq::kGroup, 2, tileOf(call));
+    return tileRows(norms, argValue(call, "rows"), roundUp(argValue(call, "cols"), cq::kGroup) / cq::kGroup, 2,
+                    tileOf(call));
   };
   relayCqWeights(program, [&](const KernelCall &call) { return halideKernelOf(kernels, call) != nullptr; }, tiled);
 }

@@ -1,12 +1,12 @@
 #include "codegen/Object/ObjectEmitter.h"
-#include "codegen/Lower/WeightLayouts.h"
 #include "codegen/Object/HalideKernels.h"
+#include "codegen/Object/KernelList.h"
 #include "codegen/Object/RuntimeBitcode.h"
 #include "codegen/Object/StepBuilder.h"
+#include "codegen/Select/Select.h"
 
 #include "Support/Error.h"
 #include "Support/Version.h"
-#include "runtime/needle_runtime.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -273,58 +273,19 @@ std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOu
   return std::string(buffer.str());
 }
 
-/// Whether the runtime's AVX2 kernels (needle_rt::cqlut_exact_matmul_avx2, cqx8_matmul_avx2 and
-/// cqlut_matmul_avx2) can run
-/// on the target's CPU.
-bool hasAvx2Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
+/// The instruction sets of the target's CPU that the runtime has kernels for (codegen/Select);
+/// none with --kernels portable.
+TargetIsas targetIsas(const TargetSpec &target, const llvm::TargetMachine &machine, KernelChoice kernels) {
+  TargetIsas isas;
+  if (kernels != KernelChoice::Native)
+    return isas;
   const llvm::MCSubtargetInfo &info = *machine.getMCSubtargetInfo();
-  return target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
-}
-
-/// Whether the runtime's AVX-512 kernels (needle_rt::cq2_exact_chunk_matmul_avx512,
-/// cq4_exact_dword_matmul_avx512, cqx8_matmul_avx512, attention_avx512, hadamard_avx512,
-/// kron_mlp_flat_avx512) can run on the target's CPU (AVX-512F besides the AVX2 kernels' features).
-bool hasAvx512Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
-  return hasAvx2Kernels(target, machine) && machine.getMCSubtargetInfo()->checkFeatures("+avx512f");
-}
-
-/// Whether the runtime's kernels for AVX-512 with VBMI and VNNI (needle_rt::cqlut_matmul_avx512vnni,
-/// the fast mode's; cq2_exact_chunk_matmul_avx512vnni and cq4_exact_dword_matmul_avx512vnni, the
-/// exact mode's) can run on the target's CPU (Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4,
-/// which lacks both).
-bool hasAvx512VnniKernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
-  return hasAvx512Kernels(target, machine) &&
-         machine.getMCSubtargetInfo()->checkFeatures("+avx512bw,+avx512vbmi,+avx512vnni");
-}
-
-/// Whether the runtime's simd128 kernels (needle_rt::cqlut_matmul_simd128)
-/// can run on the target (wasm32 has simd128 by default, docs/targets.md).
-bool hasSimd128Kernels(const TargetSpec &target, const llvm::TargetMachine &machine) {
-  return target.arch == RuntimeArch::Wasm32 && machine.getMCSubtargetInfo()->checkFeatures("+simd128");
-}
-
-/// Points the attention calls whose dv fills whole vectors, the Hadamard calls whose group does,
-/// the Kronecker MLPs, the lanes' mixing gates and the sigmoid gates at the runtime's AVX2
-/// kernels (needle_rt::attention_avx2, hadamard_avx2, kron_mlp_flat_avx2, mhc_gates_avx2,
-/// sigmoid_gate_avx2: the same arguments), which serve a CPU with AVX2 better than Halide's or the
-/// portable ones (docs/performance.md); the others stay with Halide. With `avx512`, attention whose
-/// dv fills whole 16-float vectors, the Hadamard calls on groups of 128 and the Kronecker MLPs take
-/// the AVX-512 kernels instead (attention_avx512, hadamard_avx512, kron_mlp_flat_avx512: the same
-/// arguments, and the same floats: RuntimeTest's AttentionAvx512EqualsAvx2,
-/// HadamardAvx512IsBitIdenticalToCq, KronMlpAvx512EqualsAvx2).
-void useAvx2Kernels(KernelProgram &program, bool avx512) {
-  forEachCall(program, [avx512](KernelCall &call) {
-    const int64_t dv = call.kernel == "attention" ? call.args[6].value : 0; // (q, k, v, heads, kv, dqk, dv
-    const bool attention = call.kernel == "attention" && dv % 8 == 0;
-    const int64_t group = call.kernel == "hadamard" ? call.args[2].value : 0; // (in, n, group, out)
-    const bool hadamard = call.kernel == "hadamard" && group % 8 == 0;
-    const bool kron = call.kernel == "kron_mlp_flat";
-    const bool everyShape = kron || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
-    if (avx512 && ((attention && dv % 16 == 0) || (hadamard && group == needle_rt::cq_group) || kron))
-      call.kernel += "_avx512";
-    else if (attention || hadamard || everyShape)
-      call.kernel += "_avx2";
-  });
+  isas.avx2 = target.arch == RuntimeArch::X86_64 && info.checkFeatures("+avx2,+fma,+f16c");
+  isas.avx512 = isas.avx2 && info.checkFeatures("+avx512f");
+  // Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4, which lacks VBMI and VNNI.
+  isas.avx512Vnni = isas.avx512 && info.checkFeatures("+avx512bw,+avx512vbmi,+avx512vnni");
+  isas.simd128 = target.arch == RuntimeArch::Wasm32 && info.checkFeatures("+simd128"); // wasm32's default
+  return isas;
 }
 
 } // namespace
@@ -337,40 +298,15 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
-  const bool native = options.kernels == KernelChoice::Native, avx2 = native && hasAvx2Kernels(target, *machine);
-  const bool avx512 = avx2 && hasAvx512Kernels(target, *machine);
-  const bool vnni = avx512 && hasAvx512VnniKernels(target, *machine);
-  // The fast mode's matvecs first (CQ2, and CQ4 of kFastCq4Rows); the rest, and every CQ matvec of
-  // the exact mode, then take the exact kernels.
-  if (options.activations == Activations::Int8) {
-    // With VNNI, CqLutDword: a row's units in one lane, which vpdpbusd adds. Otherwise CqLut16: the
-    // same algorithm on every target, SIMD or not.
-    const std::string suffix = avx2 ? "_avx2" : native && hasSimd128Kernels(target, *machine) ? "_simd128" : "";
-    useFastCqLayout(program, vnni ? useCqLutDwordLayout : useCqLut16Layout,
-                    vnni ? "cqlut_matmul_avx512vnni" : "cqlut_matmul" + suffix);
-  }
-  if (avx512) { // 16 lanes: one vpermps holds a CQ4 codebook
-    // CqLutDword: a load a byte on, not a widening, brings a row's code to its lane's low bits; CQ2
-    // chunk-major, so one chunk's tables serve every tile from registers. Where VBMI and VNNI look
-    // them up and add them in fewer operations, the tables in fixed point as byte planes (CQ2 the
-    // same sums; CQ4 a token alone on 64 tiles or more, kCq4PlaneTiles). CQ4 in whole tiles only:
-    // padded to a tile, the lanes' 4-row mixing projections would quadruple.
-    useCqLutChunkMajorLayout(program, vnni ? "cq2_exact_chunk_matmul_avx512vnni" : "cq2_exact_chunk_matmul_avx512");
-    useCqLutDwordLayout(program, {4}, vnni ? "cq4_exact_dword_matmul_avx512vnni" : "cq4_exact_dword_matmul_avx512",
-                        kWholeCqLutTiles);
-    useCqX8Layout(program, "cqx8_matmul_avx512");
-  } else if (avx2) {
-    useCqLut16Layout(program, {2}, "cqlut_exact_matmul_avx2");
-    useCqX8Layout(program, "cqx8_matmul_avx2");
-  }
-  if (avx2)
-    useAvx2Kernels(program, avx512);
+  selectKernels(program, {Backend::Object, targetIsas(target, *machine, options.kernels), options.activations});
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);
       tileHalideWeights(program, halide);
       clock.done(fmt::format("Halide kernels ({})", choice->target).c_str());
     }
+  if (options.output == ObjectOutput::KernelList)
+    return describeKernels(program, halide);
 
   mlir::MLIRContext mlirContext;
   mlirContext.loadDialect<LLVM::LLVMDialect>();

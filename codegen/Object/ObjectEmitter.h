@@ -5,7 +5,7 @@
 #pragma once
 
 #include "codegen/Lower/KernelProgram.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 #include "targets/Targets.h"
 
 #include <string>
@@ -13,7 +13,9 @@
 
 namespace needle {
 
-enum class ObjectOutput { Object, Assembly, LlvmIr };
+/// What emitObject returns: the object, its assembly, its LLVM IR, or the kernel each call runs
+/// (describeKernels, codegen/Object/KernelList.h).
+enum class ObjectOutput { Object, Assembly, LlvmIr, KernelList };
 
 /// The hot kernels: the target's own (docs/targets.md: the runtime's AVX2 CQ2 and CQ4 kernels on
 /// x86-64 with AVX2, FMA and F16C; Halide's, generated for the model's shapes, where Halide serves

@@ -17,7 +17,7 @@
 #include "Pipeline/Pipeline.h"
 #include "Reference/Interpreter.h"
 #include "Support/RoundUp.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 #include "needle_runtime.h"
 
 #include "mlir/IR/MLIRContext.h"

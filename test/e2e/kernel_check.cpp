@@ -1,7 +1,7 @@
 // The runtime's CQ matvec kernels on the target they are built for (natively, under qemu, under
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
-// as needlec re-lays them (codegen/Lower/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
+// as needlec re-lays them (codegen/Select/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
 // and CqX8 for CQ4, cqx8_matmul: their AVX2 or AVX-512 code when built for it, plain C++
 // otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq2_exact_chunk_matmul_avx512 and
 // CqLutDword for CQ4 with cq4_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4
@@ -9,7 +9,7 @@
 // CqLutDword layout and cqlut_matmul_avx512vnni too, and the exact ones' VNNI kernels). Odd rows (partial tiles of 16),
 // partial and single groups, whole and short blocks, one token and runs of tokens. Prints one line per failure and a
 // summary; exits non-zero on any failure.
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 #include "needle_runtime.h"
 
 #include <cmath>

@@ -16,7 +16,7 @@
 #include "Reference/Heads.h"
 #include "Reference/Kernels.h"
 #include "Support/Half.h"
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The weight layouts kernels want (the Halide kernels' tiles, CqX8's interleaved CQ4, CqLut16 for
 // the fast mode and the exact mode's CQ2),
 // against positions worked out by hand, and the re-laying of a program's weights into them.
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 #include "runtime/needle_runtime.h"
 
 #include <gtest/gtest.h>

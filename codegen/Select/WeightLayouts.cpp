@@ -1,7 +1,7 @@
-#include "codegen/Lower/WeightLayouts.h"
+#include "codegen/Select/WeightLayouts.h"
 
-#include "Quant/Cq.h"
 #include "Support/RoundUp.h"
+#include "codegen/Select/KernelRegistry.h"
 #include "runtime/needle_runtime.h"
 
 #include <algorithm>
@@ -15,10 +15,7 @@ namespace {
 
 // The layouts' sizes and block order are the runtime's own (runtime/needle_runtime.h), so the
 // re-laying and the kernels that read it cannot disagree.
-using cq::kGroup;
-// The runtime is self-contained C++ (it travels into --emit cpp's source), so it spells the group
-// size itself; the two must agree.
-static_assert(kGroup == needle_rt::cq_group);
+constexpr int64_t kGroup = needle_rt::cq_group;
 constexpr int64_t kLutTile = needle_rt::CqLut16::tile;
 static_assert(needle_rt::CqX8::block == needle_rt::CqLut16::block, "one block order for both layouts");
 static_assert(kWholeCqLutTiles.multiple == kLutTile, "whole tiles are CqLut16's");
@@ -34,7 +31,7 @@ unsigned fileIndex(const uint8_t *group, int bits, int64_t i) {
   return (group[i / perByte] >> (bits * (i % perByte))) & ((1u << bits) - 1u);
 }
 
-int64_t cqGroups(const KernelCall &call) { return roundUp(call.args[5].value, kGroup) / kGroup; }
+int64_t cqGroups(const KernelCall &call) { return roundUp(argValue(call, "cols"), kGroup) / kGroup; }
 
 } // namespace
 
@@ -194,9 +191,9 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
   forEachCall(program, [&](KernelCall &call) {
     if (!isCqMatvec(call) || !chosen(call))
       return;
-    const int64_t groupsOfRows = call.args[4].value * cqGroups(call);
-    relay(call.args[0], call, relayout.packed, groupsOfRows * 16 * call.args[3].value);
-    relay(call.args[1], call, relayout.norms, groupsOfRows * 2);
+    const int64_t groupsOfRows = argValue(call, "rows") * cqGroups(call);
+    relay(argument(call, "packed"), call, relayout.packed, groupsOfRows * 16 * argValue(call, "bits"));
+    relay(argument(call, "norms"), call, relayout.norms, groupsOfRows * 2);
   });
 }
 
@@ -212,15 +209,15 @@ using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows,
 void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLayout packed, NormsLayout norms,
                  const std::string &matmul, CqRows rows = {}) {
   auto fits = [bits, rows](const KernelCall &call) {
-    return std::find(bits.begin(), bits.end(), call.args[3].value) != bits.end() &&
-           call.args[4].value % rows.multiple == 0 && call.args[4].value >= rows.atLeast;
+    return std::find(bits.begin(), bits.end(), argValue(call, "bits")) != bits.end() &&
+           argValue(call, "rows") % rows.multiple == 0 && argValue(call, "rows") >= rows.atLeast;
   };
   CqRelayout layout;
   layout.packed = [packed](const KernelCall &call, const uint8_t *bytes) {
-    return packed(bytes, call.args[4].value, cqGroups(call), static_cast<int>(call.args[3].value));
+    return packed(bytes, argValue(call, "rows"), cqGroups(call), static_cast<int>(argValue(call, "bits")));
   };
   layout.norms = [norms](const KernelCall &call, const uint8_t *bytes) {
-    return norms(bytes, call.args[4].value, cqGroups(call));
+    return norms(bytes, argValue(call, "rows"), cqGroups(call));
   };
   relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {

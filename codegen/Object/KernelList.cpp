@@ -1,0 +1,69 @@
+#include "codegen/Object/KernelList.h"
+
+#include "codegen/Select/KernelRegistry.h"
+#include "codegen/Select/WeightLayouts.h"
+
+#include <fmt/format.h>
+
+namespace needle {
+
+namespace {
+
+std::string scalarOf(const KernelArg &arg) {
+  switch (arg.kind) {
+  case KernelArg::Kind::I32:
+  case KernelArg::Kind::I64:
+    return fmt::format("{}", arg.value);
+  case KernelArg::Kind::F32:
+    return fmt::format("{}", static_cast<float>(arg.real));
+  case KernelArg::Kind::F64:
+    return fmt::format("{}", arg.real);
+  default:
+    return "";
+  }
+}
+
+std::string lineOf(std::string_view where, const KernelCall &call, const HalideKernels &halide) {
+  const KernelInfo *info = findKernel(call.kernel);
+  std::string line;
+  if (const HalideKernel *kernel = halideKernelOf(halide, call))
+    line = fmt::format("{:<15} {} halide {}", where, call.kernel == "cq_matmul" ? kernel->batched : kernel->name,
+                       isCqMatvec(call) ? "tiled" : "file");
+  else
+    line = fmt::format("{:<15} {} {} {}", where, call.kernel, isaName(info->isa), layoutName(info->layout));
+  for (size_t i = 0; i < call.args.size(); ++i)
+    if (const std::string value = scalarOf(call.args[i]); !value.empty())
+      line += fmt::format(" {}={}", info->parameters[i], value);
+  return line + "\n";
+}
+
+std::string_view stageName(StepStage::Kind kind) {
+  switch (kind) {
+  case StepStage::Kind::EachToken:
+    return "each-token";
+  case StepStage::Kind::LastToken:
+    return "last-token";
+  case StepStage::Kind::Batched:
+    return "batched";
+  }
+  return "";
+}
+
+} // namespace
+
+std::string describeKernels(const KernelProgram &program, const HalideKernels &halide) {
+  verifyKernelCalls(program);
+  std::string text;
+  for (const StepStage &stage : program.step)
+    for (const KernelCall &call : stage.calls)
+      if (!call.kernel.empty())
+        text += lineOf(stageName(stage.kind), call, halide);
+  for (const auto &[where, calls] :
+       {std::pair{"confidence-head", &program.confidenceHead}, std::pair{"embedding-head", &program.embeddingHead}})
+    for (const KernelCall &call : *calls)
+      if (!call.kernel.empty())
+        text += lineOf(where, call, halide);
+  return text;
+}
+
+} // namespace needle
