@@ -214,6 +214,8 @@ const char *emitFlag(EmitKind kind) {
     return "llvm";
   case EmitKind::Assembly:
     return "asm";
+  case EmitKind::Kernels:
+    return "kernels";
   case EmitKind::Cpp:
     return "cpp";
   case EmitKind::Needle:
@@ -236,9 +238,10 @@ CompileResult emitObjectFile(const CompileOptions &options) {
       compileProgram(options, fmt::format("--emit {}", emitFlag(options.emit)), times, result.stats);
   ObjectOptions objectOptions;
   objectOptions.name = options.name;
-  objectOptions.output = options.emit == EmitKind::Object   ? ObjectOutput::Object
-                         : options.emit == EmitKind::LlvmIr ? ObjectOutput::LlvmIr
-                                                            : ObjectOutput::Assembly;
+  objectOptions.output = options.emit == EmitKind::Object    ? ObjectOutput::Object
+                         : options.emit == EmitKind::LlvmIr  ? ObjectOutput::LlvmIr
+                         : options.emit == EmitKind::Kernels ? ObjectOutput::KernelList
+                                                             : ObjectOutput::Assembly;
   objectOptions.kernels = options.kernels;
   objectOptions.activations = options.activations;
   std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
@@ -273,7 +276,8 @@ CompileResult emitNeedle(const CompileOptions &options) {
 } // namespace
 
 bool isObjectKind(EmitKind kind) {
-  return kind == EmitKind::Object || kind == EmitKind::LlvmIr || kind == EmitKind::Assembly;
+  return kind == EmitKind::Object || kind == EmitKind::LlvmIr || kind == EmitKind::Assembly ||
+         kind == EmitKind::Kernels;
 }
 
 CompileResult compile(const CompileOptions &options) {
@@ -287,6 +291,7 @@ CompileResult compile(const CompileOptions &options) {
   case EmitKind::Object:
   case EmitKind::LlvmIr:
   case EmitKind::Assembly:
+  case EmitKind::Kernels:
     return emitObjectFile(options);
   }
   fail("internal: an --emit kind compile() does not know");

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "Model/Prepare.h"
-#include "codegen/Lower/WeightLayouts.h"
 #include "codegen/Object/ObjectEmitter.h"
+#include "codegen/Select/WeightLayouts.h"
 #include "targets/Targets.h"
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 namespace needle {
 
 /// --emit: what compile() produces.
-enum class EmitKind { Object, LlvmIr, Assembly, Cpp, Needle, Mlir };
+enum class EmitKind { Object, LlvmIr, Assembly, Kernels, Cpp, Needle, Mlir };
 
 /// Whether `kind` goes through the object printer (and so needs a target).
 bool isObjectKind(EmitKind kind);

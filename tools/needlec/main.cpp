@@ -65,12 +65,13 @@ void parseMlirFlags(const std::vector<std::string> &args) {
 
 /// --emit KIND.
 EmitKind emitKindOf(const std::string &emit) {
-  static const std::map<std::string, EmitKind> kinds = {{"obj", EmitKind::Object},    {"llvm", EmitKind::LlvmIr},
-                                                        {"asm", EmitKind::Assembly},  {"cpp", EmitKind::Cpp},
-                                                        {"needle", EmitKind::Needle}, {"mlir", EmitKind::Mlir}};
+  static const std::map<std::string, EmitKind> kinds = {{"obj", EmitKind::Object},   {"llvm", EmitKind::LlvmIr},
+                                                        {"asm", EmitKind::Assembly}, {"kernels", EmitKind::Kernels},
+                                                        {"cpp", EmitKind::Cpp},      {"needle", EmitKind::Needle},
+                                                        {"mlir", EmitKind::Mlir}};
   const auto kind = kinds.find(emit);
   if (kind == kinds.end())
-    fail("--emit: \"{}\" is not obj, cpp, llvm, asm, needle or mlir", emit);
+    fail("--emit: \"{}\" is not obj, cpp, llvm, asm, kernels, needle or mlir", emit);
   return kind->second;
 }
 
@@ -101,12 +102,12 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   const bool object = isObjectKind(emit);
   for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
-      fail("--{}: only meaningful with --emit obj, llvm or asm", flag);
+      fail("--{}: only meaningful with --emit obj, llvm, asm or kernels", flag);
   if (auto activations = cl.value("activations"); activations && *activations != "float" && *activations != "int8")
     fail("--activations: \"{}\" is not float or int8", *activations);
   for (const char *flag : {"activations", "batch"})
     if (cl.has(flag) && !object && emit != EmitKind::Cpp)
-      fail("--{}: only meaningful with --emit obj, cpp, llvm or asm", flag);
+      fail("--{}: only meaningful with --emit obj, cpp, llvm, asm or kernels", flag);
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -163,7 +164,9 @@ int run(int argc, char **argv) {
        {"batch", "N",
         "tokens a feed carries through the model at once, reading each weight once for all "
         "(default 16; 1 keeps the arena smallest)"},
-       {"emit", "KIND", "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm, asm, needle or mlir (OUT)"},
+       {"emit", "KIND",
+        "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm, asm, kernels (the kernel each call runs), "
+        "needle or mlir (OUT)"},
        {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
        {"name", "NAME", "C symbol prefix (default needle_model)"},
        {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
