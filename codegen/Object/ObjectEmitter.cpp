@@ -315,6 +315,12 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   mlir::OwningOpRef<mlir::ModuleOp> step = buildStep(mlirContext, *runtime, program, halide);
   if (mlir::failed(mlir::verify(*step)))
     fail("internal: @step in the LLVM dialect does not verify");
+  if (options.output == ObjectOutput::StepMlir) {
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    step->print(stream);
+    return text + "\n";
+  }
   std::unique_ptr<llvm::Module> stepModule = mlir::translateModuleToLLVMIR(*step, context, "needle_step");
   if (!stepModule)
     fail("internal: @step does not translate to LLVM IR");

@@ -13,9 +13,10 @@
 
 namespace needle {
 
-/// What emitObject returns: the object, its assembly, its LLVM IR, or the kernel each call runs
-/// (describeKernels, codegen/Object/KernelList.h).
-enum class ObjectOutput { Object, Assembly, LlvmIr, KernelList };
+/// What emitObject returns: the object, its assembly, its LLVM IR, the kernel each call runs
+/// (describeKernels, codegen/Object/KernelList.h), or @step in MLIR's LLVM dialect as it is built
+/// (StepBuilder.h), before it is translated and linked with the runtime.
+enum class ObjectOutput { Object, Assembly, LlvmIr, KernelList, StepMlir };
 
 /// The hot kernels: the target's own (docs/targets.md: the runtime's AVX2 CQ2 and CQ4 kernels on
 /// x86-64 with AVX2, FMA and F16C; Halide's, generated for the model's shapes, where Halide serves

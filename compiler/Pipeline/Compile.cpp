@@ -216,6 +216,8 @@ const char *emitFlag(EmitKind kind) {
     return "asm";
   case EmitKind::Kernels:
     return "kernels";
+  case EmitKind::Step:
+    return "step";
   case EmitKind::Cpp:
     return "cpp";
   case EmitKind::Needle:
@@ -241,6 +243,7 @@ CompileResult emitObjectFile(const CompileOptions &options) {
   objectOptions.output = options.emit == EmitKind::Object    ? ObjectOutput::Object
                          : options.emit == EmitKind::LlvmIr  ? ObjectOutput::LlvmIr
                          : options.emit == EmitKind::Kernels ? ObjectOutput::KernelList
+                         : options.emit == EmitKind::Step    ? ObjectOutput::StepMlir
                                                              : ObjectOutput::Assembly;
   objectOptions.kernels = options.kernels;
   objectOptions.activations = options.activations;
@@ -277,7 +280,7 @@ CompileResult emitNeedle(const CompileOptions &options) {
 
 bool isObjectKind(EmitKind kind) {
   return kind == EmitKind::Object || kind == EmitKind::LlvmIr || kind == EmitKind::Assembly ||
-         kind == EmitKind::Kernels;
+         kind == EmitKind::Kernels || kind == EmitKind::Step;
 }
 
 CompileResult compile(const CompileOptions &options) {
@@ -292,6 +295,7 @@ CompileResult compile(const CompileOptions &options) {
   case EmitKind::LlvmIr:
   case EmitKind::Assembly:
   case EmitKind::Kernels:
+  case EmitKind::Step:
     return emitObjectFile(options);
   }
   fail("internal: an --emit kind compile() does not know");

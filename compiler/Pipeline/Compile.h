@@ -18,7 +18,7 @@
 namespace needle {
 
 /// --emit: what compile() produces.
-enum class EmitKind { Object, LlvmIr, Assembly, Kernels, Cpp, Needle, Mlir };
+enum class EmitKind { Object, LlvmIr, Assembly, Kernels, Step, Cpp, Needle, Mlir };
 
 /// Whether `kind` goes through the object printer (and so needs a target).
 bool isObjectKind(EmitKind kind);

@@ -65,13 +65,13 @@ void parseMlirFlags(const std::vector<std::string> &args) {
 
 /// --emit KIND.
 EmitKind emitKindOf(const std::string &emit) {
-  static const std::map<std::string, EmitKind> kinds = {{"obj", EmitKind::Object},   {"llvm", EmitKind::LlvmIr},
-                                                        {"asm", EmitKind::Assembly}, {"kernels", EmitKind::Kernels},
-                                                        {"cpp", EmitKind::Cpp},      {"needle", EmitKind::Needle},
-                                                        {"mlir", EmitKind::Mlir}};
+  static const std::map<std::string, EmitKind> kinds = {{"obj", EmitKind::Object},    {"llvm", EmitKind::LlvmIr},
+                                                        {"asm", EmitKind::Assembly},  {"kernels", EmitKind::Kernels},
+                                                        {"step", EmitKind::Step},     {"cpp", EmitKind::Cpp},
+                                                        {"needle", EmitKind::Needle}, {"mlir", EmitKind::Mlir}};
   const auto kind = kinds.find(emit);
   if (kind == kinds.end())
-    fail("--emit: \"{}\" is not obj, cpp, llvm, asm, kernels, needle or mlir", emit);
+    fail("--emit: \"{}\" is not obj, cpp, llvm, asm, kernels, step, needle or mlir", emit);
   return kind->second;
 }
 
@@ -102,12 +102,12 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   const bool object = isObjectKind(emit);
   for (const char *flag : {"mcpu", "mattr", "kernels"})
     if (cl.has(flag) && !object)
-      fail("--{}: only meaningful with --emit obj, llvm, asm or kernels", flag);
+      fail("--{}: only meaningful with --emit obj, llvm, asm, kernels or step", flag);
   if (auto activations = cl.value("activations"); activations && *activations != "float" && *activations != "int8")
     fail("--activations: \"{}\" is not float or int8", *activations);
   for (const char *flag : {"activations", "batch"})
     if (cl.has(flag) && !object && emit != EmitKind::Cpp)
-      fail("--{}: only meaningful with --emit obj, cpp, llvm, asm or kernels", flag);
+      fail("--{}: only meaningful with --emit obj, cpp, llvm, asm, kernels or step", flag);
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -166,6 +166,7 @@ int run(int argc, char **argv) {
         "(default 16; 1 keeps the arena smallest)"},
        {"emit", "KIND",
         "obj (default: OUT.o + OUT.h), cpp (OUT.cpp + OUT.h), llvm, asm, kernels (the kernel each call runs), "
+        "step (@step in MLIR's LLVM dialect), "
         "needle or mlir (OUT)"},
        {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
        {"name", "NAME", "C symbol prefix (default needle_model)"},
