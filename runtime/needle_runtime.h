@@ -2,15 +2,16 @@
 // dialect (docs/dialect.md), each computing what compiler/Reference computes for it
 // (docs/model.md is the contract).
 //
-// This header is carried verbatim into the C++ that `needlec --emit cpp` writes, so it is
-// self-contained C++17: only <cstdint>, <cstddef>, <cmath>, <cstring> and <type_traits> (and, on
-// x86-64 with GCC or Clang, <immintrin.h> for the AVX2 and AVX-512 kernels; on aarch64,
-// <arm_neon.h>; on wasm with Clang, <wasm_simd128.h>), which the C++ backend also includes ahead
-// of the namespace it pastes this header into (codegen/Cpp); everything inline in namespace
-// needle_rt; no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read and write only the caller's
-// memory. Sizes and positions are int64_t; "floats" below counts float elements. Where a kernel keeps state across
-// tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it (the
-// arena planner).
+// This header, with the runtime headers it includes joined in (cmake/JoinHeader.cmake), is
+// carried into the C++ that `needlec --emit cpp` writes, so together they are self-contained
+// C++17: only <cstdint>, <cstddef>, <cmath>, <cstring> and <type_traits> (and, on x86-64 with
+// GCC or Clang, <immintrin.h> for the AVX2 and AVX-512 kernels; on aarch64, <arm_neon.h>; on wasm
+// with Clang, <wasm_simd128.h>: isa.h), which the C++ backend also includes ahead of the
+// namespace it pastes the runtime into (codegen/Cpp); everything inline in namespace needle_rt;
+// no allocation, exceptions, I/O, OS calls or mutable globals. Kernels read and write only the
+// caller's memory. Sizes and positions are int64_t; "floats" below counts float elements. Where a kernel keeps state
+// across tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it
+// (the arena planner).
 //
 // Arithmetic is f32 with f32 accumulators (the reference accumulates in double), except RoPE's
 // angle, cos and sin, which model.md requires in double.
@@ -23,18 +24,7 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define NEEDLE_RT_X86_KERNELS 1
-#endif
-#if defined(__aarch64__) && defined(__ARM_NEON)
-#include <arm_neon.h>
-#define NEEDLE_RT_NEON_KERNELS 1
-#endif
-#if defined(__wasm__) && defined(__clang__)
-#include <wasm_simd128.h>
-#define NEEDLE_RT_WASM_KERNELS 1
-#endif
+#include "isa.h"
 
 namespace needle_rt {
 
@@ -722,8 +712,7 @@ struct CqLutNeon : CqLutScalarTables {
 #if NEEDLE_RT_WASM_KERNELS
 // The fast mode's kernels with wasm simd128. Their own target attribute lets the runtime compile
 // for wasm32 without -msimd128: the object backend calls them only when the target has simd128
-// (codegen/Object), and C++ compiled with -msimd128 reaches them through the #if in cqlut_matmul.
-#define NEEDLE_RT_SIMD128 __attribute__((target("simd128")))
+// (codegen/Select), and C++ compiled with -msimd128 reaches them through the #if in cqlut_matmul.
 
 /// CqLutNeon's sums with simd128: per 16 bytes of a chunk, two 16-entry lookups (i8x16.swizzle),
 /// widened to 16 bits and added per row (at most 16,256 in magnitude, as NEON's); per group, the sums to float times
@@ -799,12 +788,11 @@ inline void cqlut_exact_matmul_portable(const uint8_t *packed, const uint16_t *n
 }
 
 #if NEEDLE_RT_X86_KERNELS
-// AVX2 kernels. Each function carries its own target attribute, so the runtime compiles without
-// -mavx2: the object backend calls them only for a CPU with AVX2, FMA and F16C (codegen/Object),
-// and C++ compiled for such a CPU reaches them through the #if in cqx8_matmul, cqlut_matmul,
-// cqlut_exact_matmul, hadamard, attention, kron_mlp_flat, mhc_gates and sigmoid_gate. On CqX8 (CQ4), a block of `count`
-// groups of row r starts 64·count·r bytes into the block.
-#define NEEDLE_RT_AVX2 __attribute__((target("avx2,fma,f16c")))
+// AVX2 kernels. Each function carries its own target attribute (isa.h), so the runtime compiles
+// without -mavx2: the object backend calls them only for a CPU with AVX2, FMA and F16C
+// (codegen/Select, from runtime/needle_kernels.def), and C++ compiled for such a CPU reaches them
+// through the dispatchers' #if NEEDLE_RT_TARGETS_AVX2. On CqX8 (CQ4), a block of `count` groups of
+// row r starts 64·count·r bytes into the block.
 
 /// The largest of a vector's 8 lanes.
 NEEDLE_RT_AVX2 inline float avx2_lane_max(__m256 v) {
@@ -1353,7 +1341,6 @@ NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const 
 // object's alone: the C++ backend lays CQ2 as CqLut16). The zero-masking intrinsics with a full mask
 // (the same instructions) stand in for the plain ones, whose GCC 12 definitions start from an
 // "undefined" register that -Wmaybe-uninitialized reports in every caller (GCC bug 105593).
-#define NEEDLE_RT_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 constexpr __mmask16 kAll16 = 0xFFFF;
 constexpr __mmask32 kAll32 = 0xFFFFFFFFu;
 constexpr __mmask64 kAll64 = ~0ull;
@@ -1787,7 +1774,6 @@ NEEDLE_RT_AVX512 inline void cqx8_matmul_avx512(const uint8_t *packed, const uin
 // backend lays the weights so and calls cqlut_matmul_avx512vnni for a CPU with both (Ice Lake,
 // Sapphire Rapids, Zen 4); the C++ backend lays CqLut16 for every build, so it keeps the AVX2
 // kernel.
-#define NEEDLE_RT_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni,avx2,fma,f16c")))
 
 /// The fast mode's kernels with AVX-512 VBMI and VNNI (cqlut_matmul_on) on CqLutDword, whose
 /// units are CqLut16's, so their tables are too.
@@ -2171,9 +2157,9 @@ NEEDLE_RT_AVX512 inline void hadamard_avx512(const float *in, int64_t n, int64_t
 /// power of two), bit-identical to cq::fwht on each. out may equal in when that buffer holds the
 /// padded length.
 inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX512
   hadamard_avx512(in, n, group, out);
-#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif NEEDLE_RT_TARGETS_AVX2
   hadamard_avx2(in, n, group, out);
 #else
   hadamard_portable(in, n, group, out);
@@ -2183,9 +2169,9 @@ inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
 /// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode).
 inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, [[maybe_unused]] int bits,
                         int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX512
   cqx8_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
-#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif NEEDLE_RT_TARGETS_AVX2
   cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cq_matmul_in(CqX8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
@@ -2197,9 +2183,9 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 /// cqlut_exact_matmul_portable.
 inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX512
   cqlut_exact_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
-#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif NEEDLE_RT_TARGETS_AVX2
   cqlut_exact_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
@@ -2210,11 +2196,11 @@ inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, con
 /// AVX2 or simd128 where the compiler targets it, NEON on aarch64, else cqlut_matmul_portable.
 inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
                          int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX2
   cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_NEON_KERNELS
   cqlut_matmul_on<CqLutNeon>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
-#elif NEEDLE_RT_WASM_KERNELS && defined(__wasm_simd128__)
+#elif NEEDLE_RT_TARGETS_SIMD128
   cqlut_matmul_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
@@ -2463,7 +2449,7 @@ NEEDLE_RT_AVX2 inline void mhc_gates_avx2(const float *pre, const float *post, c
 inline void mhc_gates(const float *pre, const float *post, const float *res, const float *a, const float *b_pre,
                       const float *b_post, const float *b_res, int64_t position, float *h_pre, float *h_post,
                       float *mix) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX2
   mhc_gates_avx2(pre, post, res, a, b_pre, b_post, b_res, position, h_pre, h_post, mix);
 #else
   mhc_gates_with(pre, post, res, a, b_pre, b_post, b_res, position, h_pre, h_post, mix, sinkhorn4);
@@ -3066,9 +3052,9 @@ NEEDLE_RT_AVX512 inline void attention_avx512(const float *q, const float *k, co
 inline void attention(const float *q, const float *k, const float *v, int64_t heads, int64_t kv_heads, int64_t dqk,
                       int64_t dv, int64_t window, int64_t capacity, int64_t t, float *k_cache, float *v_cache,
                       float *scores, float *out) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX512
   attention_avx512(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
-#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif NEEDLE_RT_TARGETS_AVX2
   attention_avx2(q, k, v, heads, kv_heads, dqk, dv, window, capacity, t, k_cache, v_cache, scores, out);
 #else
   const AttentionSpan span =
@@ -3100,7 +3086,7 @@ NEEDLE_RT_AVX2 inline void sigmoid_gate_avx2(const float *x, const float *gate, 
 
 /// needle.sigmoid_gate: out = x ⊙ σ(gate). out may equal x or gate.
 inline void sigmoid_gate(const float *x, const float *gate, int64_t n, float *out) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX2
   sigmoid_gate_avx2(x, gate, n, out);
 #else
   sigmoid_gate_portable(x, gate, n, out);
@@ -3486,9 +3472,9 @@ inline void rope_into(const float *in, float *out, int64_t heads, int64_t d, int
 
 /// kron_mlp on the kernels the compiler targets: AVX-512 or AVX2 behind #ifs, else portable.
 inline void kron_mlp_native(const KronMlp &w, const float *x1, float eps, float *scratch, float *out) {
-#if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if NEEDLE_RT_TARGETS_AVX512
   kron_mlp_avx512(w, x1, eps, scratch, out);
-#elif NEEDLE_RT_X86_KERNELS && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#elif NEEDLE_RT_TARGETS_AVX2
   kron_mlp_avx2(w, x1, eps, scratch, out);
 #else
   kron_mlp(w, x1, eps, scratch, out);
