@@ -1206,7 +1206,7 @@ NEEDLE_RT_AVX2 inline void cq2_pair_planes_avx2(const CqLutCodebook &c, const fl
 /// (avx2_plane_lookup: 3 shuffles per 8 entries, and an add, for 16 weights) and added; per
 /// group, each row's two halves added and scaled by its norm. 12 shuffles and 4 adds per 64
 /// weights, against 8 lookups, 8 shifts and 8 FMAs for a codebook lookup per weight
-/// (docs/performance.md).
+/// (docs/performance-log.md).
 NEEDLE_RT_AVX2 inline void cq2_exact_tile_avx2(const uint8_t *tile, const uint16_t *norms, int64_t count,
                                                const Cq2PairPlanes *planes, float *out) {
   __m256 low_rows = _mm256_setzero_ps(), high_rows = _mm256_setzero_ps();
@@ -1371,7 +1371,7 @@ NEEDLE_RT_AVX512 inline Cq2PairCodebook cq2_pair_codebook_avx512(const float *c)
 
 /// A group's pair tables from its 128 inputs x, a unit's 16 entries in one vector: a product, a
 /// product and a sum, the arithmetic of cqlut_entries_avx2 (half the vector operations of building
-/// them 8 at a time, which cost some 5% of the kernels' uops).
+/// them 8 at a time).
 NEEDLE_RT_AVX512 inline void cq2_pair_tables_avx512(const Cq2PairCodebook &c, const float *x, float *tables) {
   for (int u = 0; u < 64; ++u)
     _mm512_store_ps(tables + 16 * u, _mm512_add_ps(_mm512_mul_ps(c.first, _mm512_set1_ps(x[2 * u])),
@@ -1428,7 +1428,7 @@ NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, cons
 /// reads a lane's low 4 bits: a load b bytes on, or where kInside is false (a matrix's last group:
 /// nothing past it may be read) a shift in the register. Pinned in a register: GCC 12 would
 /// otherwise load the codes a second time for the shift that takes their high nibble, one more load
-/// across a cache line per chunk (7% of the CQ2 kernel on Zen 5).
+/// across a cache line per chunk.
 template <bool kInside> NEEDLE_RT_AVX512 inline __m512i dword_codes_avx512(const uint8_t *chunk, int b) {
   __m512i codes =
       kInside ? _mm512_loadu_si512(chunk + b) : _mm512_maskz_srli_epi32(kAll16, _mm512_loadu_si512(chunk), 8 * b);
@@ -1451,7 +1451,7 @@ NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, co
 /// nibble's codebook entries looked up for the 16 rows by one vpermps and its high nibble's after
 /// a shift, each times its unit's input (broadcast: a table per unit would cost a load more), once
 /// per token. 2 lookups and a shift per 32 weights however many tokens, where CqLut16 took a
-/// widening more (1.1x one token, 2x 16, on Zen 4). kInside as dword_codes_avx512's.
+/// widening more. kInside as dword_codes_avx512's.
 template <bool kInside, int kTokens, int kChains>
 NEEDLE_RT_AVX512 inline void cq4_dword_group_avx512(const uint8_t *group, __m512 codebook, const float *x,
                                                     int64_t stride, __m512 (&s)[kTokens][kChains]) {
@@ -1544,7 +1544,7 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_matmul_avx512(const uint8_t *packed
 /// lookups per group (CQ2 64, CQ4 128) sum in int32 with room to spare (128 · 2^23 = 2^30), and
 /// each entry is off by at most 2^-23 of bound: a group's sum strays by at most n · 2^-23 · bound,
 /// as its float sum would by (n - 1) · 2^-24 · Σ|entries looked up|. Why integers: Zen 4 issues
-/// vpermd with vpaddd 2 a cycle, vpermps with vaddps 1.4 (docs/performance.md). unscale is -shift
+/// vpermd with vpaddd faster than vpermps with vaddps (docs/performance-log.md). unscale is -shift
 /// for vscalefps, or NaN where an input is infinite or NaN, or the inputs so large that their sum
 /// or an entry overflows (as float entries could too): that group's rows come out NaN.
 struct CqFixedPoint {
@@ -1637,7 +1637,7 @@ inline void prefetch_codes(const uint8_t *at) {
 /// tables t, into sums[k] for tile k, from a CqLutChunkMajor group: chunk m of every tile at
 /// `group` + m·chunk_run, tile after tile. Chunk by chunk, its 8 units' tables are loaded into
 /// registers once for every tile: a tile at a time loaded 8 tables a chunk, and Zen 4's L1 gives
-/// one 64-byte load a cycle, which held that kernel more than its lookups (docs/performance.md).
+/// one 64-byte load a cycle, which held that kernel more than its lookups (docs/performance-log.md).
 /// ends_matrix when the last tile's group is the matrix's last.
 NEEDLE_RT_AVX512 inline void cq2_fixed_chunk_tiles_avx512(const uint8_t *group, int64_t chunk_run, int64_t slab,
                                                           const Cq2FixedTables &t, bool ends_matrix,
@@ -1921,7 +1921,7 @@ NEEDLE_RT_AVX512_VNNI inline void cq2_plane_chunk_avx512vnni(const uint8_t *run,
 /// low nibble with its place in the lane above it indexes one vpermb per plane, the high nibble
 /// another, and vpdpbusd adds a row's 4 bytes of a plane into its 32-bit lane (the high plane
 /// signed). Per 64-byte chunk 15 vector operations, where vpermd and vpaddd took 22, all on the two
-/// ports of Intel's zmm units (docs/performance.md). The planes' sums are joined per group;
+/// ports of Intel's zmm units (docs/performance-log.md). The planes' sums are joined per group;
 /// ends_matrix is unused: a chunk is read by one load.
 NEEDLE_RT_AVX512_VNNI inline void cq2_plane_chunk_tiles_avx512vnni(const uint8_t *group, int64_t chunk_run,
                                                                    int64_t slab, const CqPlaneTables<2> &t, bool,
@@ -2048,8 +2048,8 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matmul_avx512vnni(const uint8_t *pac
 
 /// The fewest tiles of a CQ4 matrix whose token alone takes the byte planes. Their tables cost
 /// about a thousand cycles a group, which the planes' 15 operations a chunk, against the FMA
-/// kernel's 20, repay only over some 64 tiles: on the lanes' 16-row projection (phi_res, 24
-/// groups) the planes took 5 times as long, at 256 rows a fifth longer (docs/performance.md).
+/// kernel's 20, repay only over many tiles; the threshold is measured (BM_RuntimeCq4Planes,
+/// docs/performance.md) and was measured on one machine only.
 constexpr int64_t kCq4PlaneTiles = 64;
 
 /// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512 VBMI and VNNI on CqLutDword (the
@@ -2216,7 +2216,7 @@ inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *co
   const uint8_t *p = packed + row * cq_row_bytes(cols, bits);
   for (int64_t g = 0; g < groups; ++g) {
     // The group's codebook times its norm, then its bytes decoded a whole byte (or 3-byte run) at a
-    // time (an index at a time divided by 8 / bits, a run-time divisor: 1.5% of a step).
+    // time (an index at a time divided by 8 / bits, a run-time divisor, showed in a step's profile).
     const float n16 = half_to_float(norms[row * groups + g]);
     float scaled[16];
     for (int c = 0; c < (1 << bits); ++c)
@@ -2270,7 +2270,7 @@ inline void zc_norm(const float *x, const float *scale, int64_t n_total, int64_t
 inline void rope(float *x, int64_t heads, int64_t d, int64_t t, double theta) {
   const int64_t half = d / 2;
   // theta^(-2f/d) by products of theta^(-2/d), in double: off from pow's by f ulps, and one pow per
-  // call instead of half of d (1% of a decode step).
+  // call instead of half of d.
   const double ratio = std::pow(theta, -2.0 / static_cast<double>(d));
   double frequency = 1.0;
   for (int64_t f = 0; f < half; ++f, frequency *= ratio) {
@@ -2515,7 +2515,7 @@ inline uint32_t engram_slot(const int32_t *ring, int64_t capacity, int64_t t, in
 /// table·slots + slot (the row of the tables seen as one [tables·slots] matrix), or zeros when
 /// t < order − 1; concatenated in table order, `width` floats each, into out. Every row is first
 /// asked for by prefetch(index): the rows lie anywhere in tables of megabytes, so each costs a
-/// miss and a page walk, which one after another took 1.4% of a decode step.
+/// miss and a page walk, which one after another showed in a decode step's profile.
 template <typename FetchRow, typename PrefetchRow>
 inline void engram_rows(const int32_t *ring, int64_t capacity, int64_t t, const int64_t *orders, int64_t n_orders,
                         int64_t heads, int64_t slots, int64_t width, FetchRow fetch, PrefetchRow prefetch, float *out) {

@@ -94,8 +94,8 @@ struct CqRows {
 constexpr CqRows kWholeCqLutTiles{16, 0};
 
 /// The CQ4 matrices the fast mode takes: 64 rows or more. A narrower one stays exact, since its
-/// tables (16 entries per column and token) cost more than its weights: on AVX-512, a 4 x 3072
-/// lanes' mixing projection took 10.7 µs on tables against 0.7 µs exact (docs/performance.md).
+/// tables (16 entries per column and token) cost more than its weights, as the lanes' 4-row
+/// mixing projections measured (docs/performance-log.md).
 constexpr CqRows kFastCq4Rows{1, 64};
 
 // The useCq*Layout functions take only the CQ matvecs still on the file's layout (isCqMatvec:
