@@ -1,0 +1,102 @@
+// needle_rt, the pooling heads.
+// A part of needle_runtime.h, which includes the parts in order; include that, not this.
+#ifndef NEEDLE_RUNTIME_H
+#error "include needle_runtime.h"
+#endif
+
+namespace needle_rt {
+
+// ---------------------------------------------------------------------------------------------
+// Pooling heads (docs/model.md "Heads"): an online softmax over positions per (row, probe).
+// ---------------------------------------------------------------------------------------------
+
+/// Floats of one head's pooling state: rows·probes slots of (d + 2) floats each. Slot
+/// s = r·probes + k starts at state + s·(d + 2) and holds [max, sum, acc[d]]: the largest score
+/// so far, Σ_t e^(score_t − max) and Σ_t e^(score_t − max)·cell_{t,r}. All zeros = no position
+/// kept (sum is >= 1 once one is), so a session is reset by zeroing it.
+inline int64_t head_state_floats(int64_t rows, int64_t probes, int64_t d) { return rows * probes * (d + 2); }
+
+/// Adds one position's cells to the pooling state (the caller skips pad tokens). cells[r] [d] is
+/// the cell of row r (row 0: x0; row j: the j-th kept block's lane mean), probe_vectors
+/// [rows][probes][d]. Score = ⟨cell_r, probe_rk⟩ / sqrt(d); when it beats the running max the old
+/// sums are rescaled by e^(old − new), else the new cell is weighted by e^(score − max).
+inline void head_pool_add(float *state, int64_t rows, int64_t probes, int64_t d, const float *const *cells,
+                          const float *probe_vectors) {
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < probes; ++k) {
+      float *slot = state + (r * probes + k) * (d + 2), *acc = slot + 2;
+      const float x = dot(cells[r], probe_vectors + (r * probes + k) * d, d) * inv_sqrt;
+      float keep = 1.0f, weight = 1.0f; // rescale of the old state, weight of the new cell
+      if (slot[1] == 0.0f) {
+        slot[0] = x;
+      } else if (x > slot[0]) {
+        keep = std::exp(slot[0] - x);
+        slot[0] = x;
+      } else {
+        weight = std::exp(x - slot[0]);
+      }
+      slot[1] = slot[1] * keep + weight;
+      for (int64_t e = 0; e < d; ++e)
+        acc[e] = acc[e] * keep + weight * cells[r][e];
+    }
+}
+
+/// Scratch floats head_pool_finish needs: one factor and one softmax weight per (row, probe).
+inline int64_t head_finish_scratch_floats(int64_t rows, int64_t probes) { return 2 * rows * probes; }
+
+/// The query mix of the pooled state into pooled [queries·d]:
+///   R[r,k]   = unit(acc / sum) · gain[r,k]  = f_rk · acc, f_rk = gain / (sum·sqrt(mean((acc/sum)²) + eps))
+///              (R = 0 when no position was kept);
+///   w_q      = softmax over (r,k) of ⟨R[r,k], query_q⟩ / sqrt(d) + row_bias[q][r][k];
+///   pooled_q = Σ_{r,k} w_q[r,k] · R[r,k].
+/// gain [rows][probes], query [queries][d], row_bias [queries][rows][probes].
+/// Scratch: head_finish_scratch_floats(rows, probes) = 2·rows·probes floats.
+inline void head_pool_finish(const float *state, int64_t rows, int64_t probes, int64_t d, const float *gain,
+                             const float *query, const float *row_bias, int64_t queries, float eps, float *scratch,
+                             float *pooled) {
+  const int64_t slots = rows * probes;
+  float *factor = scratch, *weight = scratch + slots;
+  for (int64_t s = 0; s < slots; ++s) {
+    const float *slot = state + s * (d + 2), sum = slot[1];
+    factor[s] =
+        sum == 0.0f
+            ? 0.0f
+            : gain[s] / (sum * std::sqrt(dot(slot + 2, slot + 2, d) / (sum * sum) / static_cast<float>(d) + eps));
+  }
+  const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t q = 0; q < queries; ++q) {
+    float top = -INFINITY, sum = 0.0f;
+    for (int64_t s = 0; s < slots; ++s) {
+      weight[s] = factor[s] * dot(state + s * (d + 2) + 2, query + q * d, d) * inv_sqrt + row_bias[q * slots + s];
+      top = weight[s] > top ? weight[s] : top;
+    }
+    for (int64_t s = 0; s < slots; ++s)
+      sum += weight[s] = std::exp(weight[s] - top);
+    float *p = pooled + q * d;
+    for (int64_t e = 0; e < d; ++e)
+      p[e] = 0.0f;
+    for (int64_t s = 0; s < slots; ++s) {
+      const float c = weight[s] / sum * factor[s];
+      const float *acc = state + s * (d + 2) + 2;
+      for (int64_t e = 0; e < d; ++e)
+        p[e] += c * acc[e];
+    }
+  }
+}
+
+/// The confidence head's output σ(proj · pooled + bias), proj [width], width = queries·d.
+inline float head_confidence(const float *pooled, const float *proj, float bias, int64_t width) {
+  return sigmoid(dot(proj, pooled, width) + bias);
+}
+
+/// The embedding head's output p / sqrt(Σ p² + 1e-12), p = proj · pooled, proj [out_dim][width].
+/// out [out_dim] must not overlap pooled.
+inline void head_embedding(const float *pooled, const float *proj, int64_t out_dim, int64_t width, float *out) {
+  matvec(proj, out_dim, width, pooled, out);
+  const float inverse = 1.0f / std::sqrt(dot(out, out, out_dim) + 1e-12f);
+  for (int64_t i = 0; i < out_dim; ++i)
+    out[i] *= inverse;
+}
+
+} // namespace needle_rt
