@@ -46,7 +46,7 @@ struct CompileOptions {
 struct OutputFile {
   std::string path;
   std::string bytes;
-  std::string role; // what it is, when not -o's own output ("the weights written beside the IR")
+  std::string role = {}; // what it is, when not -o's own output ("the weights written beside the IR")
 };
 
 struct CompileResult {
