@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -206,38 +207,16 @@ CompileResult emitCpp(const CompileOptions &options) {
   return result;
 }
 
-const char *emitFlag(EmitKind kind) {
-  switch (kind) {
-  case EmitKind::Object:
-    return "obj";
-  case EmitKind::LlvmIr:
-    return "llvm";
-  case EmitKind::Assembly:
-    return "asm";
-  case EmitKind::Kernels:
-    return "kernels";
-  case EmitKind::Step:
-    return "step";
-  case EmitKind::Cpp:
-    return "cpp";
-  case EmitKind::Needle:
-    return "needle";
-  case EmitKind::Mlir:
-    return "mlir";
-  }
-  return "";
-}
-
 /// OUT.o + OUT.h (--emit obj), or the LLVM IR (--emit llvm) or assembly (--emit asm) as OUT, for
 /// the target.
 CompileResult emitObjectFile(const CompileOptions &options) {
   if (!options.target)
-    fail("internal: --emit {} without a resolved target", emitFlag(options.emit));
+    fail("internal: --emit {} without a resolved target", emitKindName(options.emit));
   const TargetSpec &target = *options.target;
   CompileResult result;
   std::vector<PhaseTime> times;
   KernelProgram program =
-      compileProgram(options, fmt::format("--emit {}", emitFlag(options.emit)), times, result.stats);
+      compileProgram(options, fmt::format("--emit {}", emitKindName(options.emit)), times, result.stats);
   ObjectOptions objectOptions;
   objectOptions.name = options.name;
   objectOptions.output = options.emit == EmitKind::Object    ? ObjectOutput::Object
@@ -277,6 +256,29 @@ CompileResult emitNeedle(const CompileOptions &options) {
 }
 
 } // namespace
+
+namespace {
+
+/// Every --emit kind, by its name on the command line.
+constexpr std::pair<const char *, EmitKind> kEmitKinds[] = {
+    {"obj", EmitKind::Object}, {"llvm", EmitKind::LlvmIr}, {"asm", EmitKind::Assembly},  {"kernels", EmitKind::Kernels},
+    {"step", EmitKind::Step},  {"cpp", EmitKind::Cpp},     {"needle", EmitKind::Needle}, {"mlir", EmitKind::Mlir}};
+
+} // namespace
+
+std::optional<EmitKind> emitKindNamed(std::string_view name) {
+  for (const auto &[spelling, kind] : kEmitKinds)
+    if (name == spelling)
+      return kind;
+  return std::nullopt;
+}
+
+const char *emitKindName(EmitKind kind) {
+  for (const auto &[spelling, known] : kEmitKinds)
+    if (kind == known)
+      return spelling;
+  return "";
+}
 
 bool isObjectKind(EmitKind kind) {
   return kind == EmitKind::Object || kind == EmitKind::LlvmIr || kind == EmitKind::Assembly ||

@@ -13,12 +13,17 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace needle {
 
 /// --emit: what compile() produces.
 enum class EmitKind { Object, LlvmIr, Assembly, Kernels, Step, Cpp, Needle, Mlir };
+
+/// The kind --emit NAME asks for, if NAME is one; and a kind's NAME.
+std::optional<EmitKind> emitKindNamed(std::string_view name);
+const char *emitKindName(EmitKind kind);
 
 /// Whether `kind` goes through the object printer (and so needs a target).
 bool isObjectKind(EmitKind kind);

@@ -17,7 +17,6 @@
 
 #include <cctype>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 
@@ -65,14 +64,10 @@ void parseMlirFlags(const std::vector<std::string> &args) {
 
 /// --emit KIND.
 EmitKind emitKindOf(const std::string &emit) {
-  static const std::map<std::string, EmitKind> kinds = {{"obj", EmitKind::Object},    {"llvm", EmitKind::LlvmIr},
-                                                        {"asm", EmitKind::Assembly},  {"kernels", EmitKind::Kernels},
-                                                        {"step", EmitKind::Step},     {"cpp", EmitKind::Cpp},
-                                                        {"needle", EmitKind::Needle}, {"mlir", EmitKind::Mlir}};
-  const auto kind = kinds.find(emit);
-  if (kind == kinds.end())
+  const std::optional<EmitKind> kind = emitKindNamed(emit);
+  if (!kind)
     fail("--emit: \"{}\" is not obj, cpp, llvm, asm, kernels, step, needle or mlir", emit);
-  return kind->second;
+  return *kind;
 }
 
 /// --batch: the tokens one call of the step carries at most.
