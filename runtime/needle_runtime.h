@@ -13,10 +13,11 @@
 // across tokens (rings, pooling), the comment above it gives the exact layout and size; the caller owns and places it
 // (the arena planner).
 //
-// The runtime lives in parts, included below in order: kernels/ holds each family's portable
-// kernels, arch/<architecture>/ each family's kernels for one instruction set (behind isa.h's
-// tests and target attributes), kernels/dispatch.h the kernels the compiler targets (the C++
-// backend's calls, one #if per op), then the flat entry points and the session. The parts are
+// The runtime lives in parts, included below in order, after the contract with the compiler
+// (needle_contract.h: the group size, weight layouts, state and scratch sizes, session facts,
+// which needlec includes alone): kernels/ holds each family's portable kernels, arch/<architecture>/ each family's
+// kernels for one instruction set (behind isa.h's tests and target attributes), kernels/dispatch.h the kernels the
+// compiler targets (the C++ backend's calls, one #if per op), then the flat entry points and the session. The parts are
 // not headers of their own: include this one. Which kernel @step calls is chosen once, by the
 // compiler, from the registry needle_kernels.def (codegen/Select).
 //
@@ -32,6 +33,7 @@
 #include <type_traits>
 
 #include "isa.h"
+#include "needle_contract.h"
 
 // The parts, in dependency order (each uses only what the ones above it define).
 // clang-format off

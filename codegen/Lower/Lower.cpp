@@ -6,7 +6,7 @@
 #include "Needle/IR/NeedleDialect.h"
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
-#include "needle_runtime.h"
+#include "needle_contract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,14 +1,9 @@
 #include "codegen/Select/Select.h"
 
-#include "Quant/Cq.h"
 #include "codegen/Select/KernelRegistry.h"
-#include "runtime/needle_runtime.h"
+#include "runtime/needle_contract.h"
 
 namespace needle {
-
-// The runtime is self-contained C++ (it travels into --emit cpp's source, and the kernel tests
-// build its layouts as C++17), so it spells the CQ group size itself; the compiler's must agree.
-static_assert(cq::kGroup == needle_rt::cq_group);
 
 namespace {
 
@@ -24,8 +19,8 @@ void useX86Kernels(KernelProgram &program, bool avx512) {
     const bool hadamard = call.kernel == "hadamard" && argValue(call, "group") % 8 == 0;
     const bool kron = call.kernel == "kron_mlp_flat";
     const bool everyShape = kron || call.kernel == "mhc_gates" || call.kernel == "sigmoid_gate";
-    const bool wide =
-        (attention && argValue(call, "dv") % 16 == 0) || (hadamard && argValue(call, "group") == cq::kGroup) || kron;
+    const bool wide = (attention && argValue(call, "dv") % 16 == 0) ||
+                      (hadamard && argValue(call, "group") == needle_rt::cq_group) || kron;
     if (avx512 && wide)
       call.kernel = variantOf(call.kernel, KernelIsa::Avx512).name;
     else if (attention || hadamard || everyShape)

@@ -2,7 +2,7 @@
 
 #include "Support/RoundUp.h"
 #include "codegen/Select/KernelRegistry.h"
-#include "runtime/needle_runtime.h"
+#include "runtime/needle_contract.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +13,7 @@ namespace needle {
 
 namespace {
 
-// The layouts' sizes and block order are the runtime's own (runtime/needle_runtime.h), so the
+// The layouts' sizes and block order are the runtime's own (runtime/needle_contract.h), so the
 // re-laying and the kernels that read it cannot disagree.
 constexpr int64_t kGroup = needle_rt::cq_group;
 constexpr int64_t kLutTile = needle_rt::CqLut16::tile;

@@ -1,7 +1,7 @@
 #include "codegen/Transforms/SessionNeeds.h"
 
 #include "Needle/IR/NeedleDialect.h"
-#include "needle_runtime.h"
+#include "needle_contract.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 

@@ -1,6 +1,6 @@
 // What each op of @step needs from a session's arena besides its results: state that persists
 // from token to token, and scratch for the duration of its kernel call. The sizes are the
-// runtime kernels' own (runtime/needle_runtime.h), so planner and kernels cannot disagree.
+// runtime kernels' own (runtime/needle_contract.h), so planner and kernels cannot disagree.
 #pragma once
 
 #include "mlir/IR/Operation.h"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "Support/RoundUp.h"
+#include "runtime/needle_contract.h"
 
 #include <cstdint>
 #include <span>
@@ -10,7 +11,8 @@
 
 namespace needle::cq {
 
-constexpr int64_t kGroup = 128;
+/// The group size: the runtime's, so the files needlec writes and the kernels agree.
+constexpr int64_t kGroup = needle_rt::cq_group;
 
 /// In-place normalized fast Walsh-Hadamard transform: x <- H x with H[a][b] =
 /// (-1)^popcount(a & b) / sqrt(n). n is a power of two. O(n log n).

@@ -29,17 +29,6 @@ struct AttentionSpan {
   int64_t before_end(int64_t capacity) const { return first_slot + count <= capacity ? count : capacity - first_slot; }
 };
 
-/// The most query heads attention_x86 takes at once (attention_avx512 takes needle3's six of a kv
-/// head in one pass over its keys and values).
-inline constexpr int kAttentionMostHeads = 6;
-
-/// attention's scratch: the scores of the query heads it takes at once, at most the group of
-/// heads / kv_heads (1 for the portable kernel, 2 for pairs).
-constexpr int64_t attention_scratch_floats(int64_t capacity, int64_t heads, int64_t kv_heads) {
-  const int64_t group = heads / kv_heads;
-  return (group < kAttentionMostHeads ? group : kAttentionMostHeads) * capacity;
-}
-
 /// attention's first half: stores k and v of position t in the rings; returns what t sees.
 inline AttentionSpan attention_store(const float *k, const float *v, int64_t k_width, int64_t v_width, int64_t window,
                                      int64_t capacity, int64_t t, float *k_cache, float *v_cache) {

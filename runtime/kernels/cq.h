@@ -10,16 +10,6 @@ namespace needle_rt {
 // Walsh-Hadamard rotation and CQ (docs/cq-format.md)
 // ---------------------------------------------------------------------------------------------
 
-/// The CQ group size G.
-constexpr int64_t cq_group = 128;
-
-/// Cp: cols rounded up to whole groups.
-inline int64_t cq_padded_cols(int64_t cols) { return (cols + cq_group - 1) / cq_group * cq_group; }
-/// Bytes of one packed row: Cp indices of `bits` each (Cp is a multiple of 8).
-inline int64_t cq_row_bytes(int64_t cols, int bits) { return cq_padded_cols(cols) * bits / 8; }
-/// Groups (and fp16 norms) per row.
-inline int64_t cq_groups(int64_t cols) { return cq_padded_cols(cols) / cq_group; }
-
 /// x <- H x in place, H[a][b] = (-1)^popcount(a&b) / sqrt(n), n a power of two. Unnormalized
 /// butterflies, then one scale by 1/sqrt(n): the same operation order as cq::fwht, so the result
 /// is bit-identical to it.
@@ -125,20 +115,6 @@ struct CqRowMajor {
   }
 };
 
-/// The number of groups in the block of `block` groups that starts at group `first` (the last
-/// block may hold fewer).
-inline int64_t cq_block_count(int64_t groups, int64_t first, int64_t block) {
-  return groups - first < block ? groups - first : block;
-}
-
-/// Where item i's group g is, counted in groups, when the groups are cut into blocks of `block`
-/// (the last may hold fewer) and a block holds every one of `items` items' groups in it, item
-/// after item: the block order of CqX8 (items are rows) and CqLut16 (items are tiles of rows).
-inline int64_t cq_block_offset(int64_t items, int64_t groups, int64_t i, int64_t g, int64_t block) {
-  const int64_t first = g - g % block;
-  return first * items + i * cq_block_count(groups, first, block) + g % block;
-}
-
 /// Deals tokens j.. of n into runs for a batched kernel: run(std::integral_constant<int, k>{}, j)
 /// for runs of k = kLongest tokens while they last, then one run of each smaller power of two that
 /// fits (kLongest a power of two): runs of 8 take 15 tokens as 8 + 4 + 2 + 1.
@@ -149,22 +125,9 @@ template <int kLongest, typename Run> inline void token_runs(int64_t n, Run run,
     token_runs<kLongest / 2>(n, run, j);
 }
 
-/// CqX8: CQ4 re-laid by needlec for 8 vector lanes (the exact mode's; its CQ2 takes CqLut16).
-///   - A group is 2 vectors of 32 bytes; column 64v + 32h + 8k + l is nibble h (0 low, 1 high)
-///     of byte cq4_byte(k, l) of vector v. That is the order in which a byte lookup per byte of
-///     the float and two rounds of unpacking within 128-bit halves (cq4x8_decode) hand back 32
-///     indices' entries as 4 vectors of 8 consecutive columns.
-///   - The groups are cut into blocks of 4 (the last may hold fewer), and a block holds every
-///     row's groups in it, row after row: a pass over a block streams its bytes while its 512
-///     inputs (per token) stay in L1. The norms follow the same order.
-struct CqX8 {
-  static constexpr int64_t block = 4, group_bytes = 64;
-  /// The byte of a CQ4 vector that holds column 8k + l of its 32 (per nibble).
-  static constexpr int64_t cq4_byte(int64_t k, int64_t l) { return l < 4 ? 4 * k + l : 12 + 4 * k + l; }
-  /// Where row r's group g is, counted in groups (and in norms).
-  static int64_t offset(int64_t rows, int64_t groups, int64_t r, int64_t g) {
-    return cq_block_offset(rows, groups, r, g, block);
-  }
+/// A CqX8 matrix (needle_contract.h) read row by row, as cq_matvec_in and cq_matmul_in read a
+/// layout (the C++ backend's exact CQ4).
+struct CqX8Rows : CqX8 {
   const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
     return packed + group_bytes * offset(rows, groups, r, g);
   }
@@ -294,68 +257,6 @@ inline void cq_matmul(const uint8_t *packed, const uint16_t *norms, const float 
                       int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
   cq_matmul_in(CqRowMajor{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
-
-/// CqLut16: CQ2 and CQ4 re-laid by needlec for the fast mode's table lookups (needlec
-/// --activations int8, docs/targets.md "Weight layouts").
-///   - A unit is 4/bits consecutive columns (a pair at 2 bits, one column at 4), and its code is
-///     their indices, the first in the low bits: 4 bits, so a group has 32·bits units.
-///   - Rows go in tiles of 16 (the last tile padded with zero codes and norms). A tile's group is
-///     8·bits chunks of 32 bytes; byte 16·h + r of chunk q holds row r's codes of units 4q + h
-///     (low nibble) and 4q + 2 + h (high nibble): one 16-entry byte shuffle per 128-bit half looks
-///     up 16 rows' units at once (cqlut_matmul_avx2).
-///   - The groups are cut into blocks of 4 as in CqX8, a block holding every tile's groups in it,
-///     tile after tile; a tile's 16 fp16 norms per group follow the same order.
-struct CqLut16 {
-  static constexpr int64_t tile = 16, block = 4;
-  static int64_t tiles(int64_t rows) { return (rows + tile - 1) / tile; }
-  /// Bytes of one tile's group: 16 rows of 128 indices at `bits`.
-  static int64_t tile_group_bytes(int bits) { return tile * 16 * bits; }
-  /// Where tile t's group g is, counted in tile groups (and in runs of 16 norms).
-  static int64_t offset(int64_t tiles, int64_t groups, int64_t t, int64_t g) {
-    return cq_block_offset(tiles, groups, t, g, block);
-  }
-  /// Where row r's code of unit u is in a tile's group: the byte, and the nibble (4: the high).
-  static int64_t byte(int64_t r, int64_t u) { return 32 * (u / 4) + 16 * (u % 2) + r; }
-  static int shift(int64_t u) { return u % 4 < 2 ? 0 : 4; }
-};
-
-/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
-/// the object's exact CQ4 layout for AVX-512F (cq4_exact_dword_matmul_avx512, and
-/// cq4_exact_dword_matmul_avx512vnni with VBMI and VNNI).
-/// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
-/// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
-/// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
-/// 32-bit lane: a byte permute of 4 units' tables looks up each byte's own unit, and one vpdpbusd
-/// adds a row's 4 entries into its lane.
-struct CqLutDword {
-  static int64_t byte(int64_t r, int64_t u) { return 64 * (u / 8) + 4 * r + u % 4; }
-  static int shift(int64_t u) { return u % 8 < 4 ? 0 : 4; }
-};
-
-/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512, and
-/// cq2_exact_chunk_matmul_avx512vnni with VBMI and VNNI).
-/// CqLutDword's tiles, units, codes and 64-byte chunks, in slabs of up to 64 tiles (1024 rows),
-/// slab after slab; within a slab chunk-major: group by group, chunk by chunk, tile after tile,
-/// so chunk m of tile t's group g starts chunk(...) bytes in. A tile's norms of a group, 16 fp16,
-/// the same way: slab by slab, group by group, tile after tile. A kernel that holds one chunk's
-/// tables in registers then reads a slab's tiles' codes for them as one stream, and the whole
-/// matrix as one stream, slab after slab.
-struct CqLutChunkMajor {
-  static constexpr int64_t slab_tiles = 64;
-  /// The first tile of t's slab, and the slab's tiles.
-  static int64_t slab_start(int64_t t) { return t / slab_tiles * slab_tiles; }
-  static int64_t slab_size(int64_t tiles, int64_t t) {
-    return tiles - slab_start(t) < slab_tiles ? tiles - slab_start(t) : slab_tiles;
-  }
-  static int64_t chunk(int64_t tiles, int64_t groups, int64_t t, int64_t g, int64_t m, int bits) {
-    const int64_t start = slab_start(t), chunks = 4 * bits;
-    return (start * groups * chunks + (g * chunks + m) * slab_size(tiles, t) + (t - start)) * 64;
-  }
-  static int64_t norms(int64_t tiles, int64_t groups, int64_t t, int64_t g) {
-    const int64_t start = slab_start(t);
-    return CqLut16::tile * (start * groups + g * slab_size(tiles, t) + (t - start));
-  }
-};
 
 /// Row r's code of unit u in a tile's group of a CqLut16 or CqLutDword matrix.
 template <typename Layout> inline unsigned cqlut_code(const uint8_t *tile_group, int64_t r, int64_t u) {

@@ -27,7 +27,7 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 #elif NEEDLE_RT_TARGETS_AVX2
   cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
-  cq_matmul_in(CqX8{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
+  cq_matmul_in(CqX8Rows{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 #endif
 }
 

@@ -10,12 +10,6 @@ namespace needle_rt {
 // Pooling heads (docs/model.md "Heads"): an online softmax over positions per (row, probe).
 // ---------------------------------------------------------------------------------------------
 
-/// Floats of one head's pooling state: rows·probes slots of (d + 2) floats each. Slot
-/// s = r·probes + k starts at state + s·(d + 2) and holds [max, sum, acc[d]]: the largest score
-/// so far, Σ_t e^(score_t − max) and Σ_t e^(score_t − max)·cell_{t,r}. All zeros = no position
-/// kept (sum is >= 1 once one is), so a session is reset by zeroing it.
-inline int64_t head_state_floats(int64_t rows, int64_t probes, int64_t d) { return rows * probes * (d + 2); }
-
 /// Adds one position's cells to the pooling state (the caller skips pad tokens). cells[r] [d] is
 /// the cell of row r (row 0: x0; row j: the j-th kept block's lane mean), probe_vectors
 /// [rows][probes][d]. Score = ⟨cell_r, probe_rk⟩ / sqrt(d); when it beats the running max the old
@@ -41,9 +35,6 @@ inline void head_pool_add(float *state, int64_t rows, int64_t probes, int64_t d,
         acc[e] = acc[e] * keep + weight * cells[r][e];
     }
 }
-
-/// Scratch floats head_pool_finish needs: one factor and one softmax weight per (row, probe).
-inline int64_t head_finish_scratch_floats(int64_t rows, int64_t probes) { return 2 * rows * probes; }
 
 /// The query mix of the pooled state into pooled [queries·d]:
 ///   R[r,k]   = unit(acc / sum) · gain[r,k]  = f_rk · acc, f_rk = gain / (sum·sqrt(mean((acc/sum)²) + eps))

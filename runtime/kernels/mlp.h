@@ -71,9 +71,6 @@ inline void kronecker(const float *z, const float *wa, const float *wb, int64_t 
   }
 }
 
-/// Scratch floats kron_mlp needs: cond, and two ping-pong buffers, n each.
-inline int64_t kron_mlp_scratch_floats(int64_t n) { return 3 * n; }
-
 /// kron_mlp's first part: m = zc(x1; norm) padded to n into z, and cond (n floats each).
 inline void kron_mlp_condition(const KronMlp &w, const float *x1, float eps, float *cond, float *z) {
   const int64_t D = w.d_model, n = w.n;

@@ -11,30 +11,6 @@ namespace needle_rt {
 // emitted model supplies its facts and its step; these check the arguments and keep the header.
 // ---------------------------------------------------------------------------------------------
 
-/// What the interface needs to know of a compiled model. Offsets are bytes into the arena.
-struct ModelFacts {
-  int64_t arena_size, arena_align, outputs_end, max_seq_len, vocab_size, embedding_dim;
-  int64_t logits;
-  int64_t batch; // tokens one call of the step carries at most
-  float confidence_bias;
-};
-
-/// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and
-/// the last token's outputs, into the arena.
-using StepFunction = void (*)(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
-
-/// A head's output (the confidence, or the embedding) into out, from its pooling state in the
-/// arena: computed when asked, so a feed does not pay for heads nobody reads.
-using HeadFunction = void (*)(const unsigned char *arena, float *out);
-
-/// The header's NEEDLE_* status codes.
-enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
-
-/// The session's header, at the start of its arena.
-struct SessionHeader {
-  int64_t position; // tokens held
-};
-
 // The header, every op's state and the outputs are zeroed; the KV, tap and token rings are only
 // ever read at positions written since.
 inline void session_reset(const ModelFacts &m, void *arena) {

@@ -10,9 +10,6 @@ namespace needle_rt {
 // Causal taps
 // ---------------------------------------------------------------------------------------------
 
-/// Floats of a causal_taps ring: stride·(count − 1) past inputs of n floats.
-inline int64_t taps_state_floats(int64_t n, int64_t count, int64_t stride) { return stride * (count - 1) * n; }
-
 /// needle.causal_taps at position t: out = Σ_{i<count} taps[i] ⊙ x_{t − stride·i} over the terms
 /// with t − stride·i >= 0, taps [count][n].
 /// State: ring [capacity][n] with capacity = stride·(count − 1) (taps_state_floats); the input of

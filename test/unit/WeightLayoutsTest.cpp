@@ -201,7 +201,7 @@ TEST(WeightLayouts, CqX8ReadsBackEveryColumnItWasGiven) {
     auto index = [&](int64_t column) { return static_cast<unsigned>(column >> (4 * pattern)) & 15u; };
     const std::vector<uint8_t> group = interleaveCqX8(packRow(4, 128, index).data(), 1, 1);
     std::vector<int> seen(128, 0);
-    needle_rt::CqX8{}.for_each_index(group.data(), [&](int, int column, uint32_t got) {
+    needle_rt::CqX8Rows{}.for_each_index(group.data(), [&](int, int column, uint32_t got) {
       ++seen[column];
       EXPECT_EQ(got, index(column)) << "pattern " << pattern << " column " << column;
     });
