@@ -3,6 +3,14 @@
 #
 #   scripts/emitted-set.sh emit DIR [NEEDLEC]    emit the set into DIR (NEEDLEC: build/bin/needlec)
 #   scripts/emitted-set.sh compare BEFORE AFTER  list the files that differ; exit 1 if any does
+#   scripts/emitted-set.sh compare BEFORE AFTER RENAMES
+#       the same, where a change renames runtime functions: RENAMES lists "old new" per line, and
+#       an object that differs passes when its code, relocations and data are the old ones with
+#       the names replaced (llvm-objdump's listing, demangled; symbol order may differ)
+#   scripts/emitted-set.sh run BEFORE AFTER
+#       where code differs: runs each x86_64 object and C++ source of both sets on this machine
+#       (test/e2e/run_model.c, 20 tokens) and compares the logits, confidence and embedding bit
+#       for bit; an object for instructions this CPU lacks is said and left out
 #
 # The set: needle3 (seed 1, CQ) at depths 2, 8 and 20 for x86_64 (the baseline, x86-64-v3,
 # skylake-avx512 and sapphirerapids: each picks other kernels), aarch64 (and +dotprod), armv7,
@@ -57,14 +65,33 @@ unstamped() {
   esac
 }
 
+# An object's code, relocations and section contents, demangled, without its file name and with
+# function sections named by their demangled function; the names in RENAMES ($2) replaced.
+listing() {
+  local renames=${2:-/dev/null} old new
+  local -a edits=()
+  while read -r old new; do
+    [ -n "$old" ] && edits+=(-e "s/\b$old\b/$new/g")
+  done <"$renames"
+  llvm-objdump-19 -d -r -s "$1" | tail -n +3 | sed -E 's/\.(text|rodata|data|bss)\./.\1 /g' | c++filt |
+    sed "${edits[@]:--e}"
+}
+
+# Whether the objects $1 and $2 hold the same code and data once the names in RENAMES ($3) are
+# replaced in $1's.
+same_code() {
+  [ -n "${3:-}" ] && [[ $1 == *.o ]] && diff -q <(listing "$1" "$3") <(listing "$2") >/dev/null
+}
+
 compare_sets() {
-  local before=$1 after=$2 differ=0 file scratch
+  local before=$1 after=$2 renames=${3:-} differ=0 file scratch
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' RETURN
   while read -r _ file; do
-    unstamped "$before/$file" "$scratch/before"
-    unstamped "$after/$file" "$scratch/after"
-    if ! cmp -s "$scratch/before" "$scratch/after"; then
+    unstamped "$before/$file" "$scratch/before.${file##*.}"
+    unstamped "$after/$file" "$scratch/after.${file##*.}"
+    if ! cmp -s "$scratch/before.${file##*.}" "$scratch/after.${file##*.}" &&
+      ! same_code "$scratch/before.${file##*.}" "$scratch/after.${file##*.}" "$renames"; then
       echo "differs: $file"
       differ=1
     fi
@@ -73,15 +100,52 @@ compare_sets() {
     echo "the two sets hold different files"
     differ=1
   fi
-  ((differ == 0)) && echo "emitted-set: $(wc -l <"$before/SHA256SUMS") files byte-identical"
+  ((differ == 0)) && echo "emitted-set: $(wc -l <"$before/SHA256SUMS") files the same${renames:+ (objects up to $renames)}"
+  return "$differ"
+}
+
+# Builds run_model against $1's object or C++ source ($2: its header) into $3, runs it on 20
+# tokens, and writes $3.json, .logits and .emb; false when it does not run here.
+run_one() {
+  local unit=$1 header=$2 program=$3
+  if [[ $unit == *.cpp ]]; then
+    g++ -std=c++17 -O2 -march=native -c "$unit" -o "$program.model.o"
+    unit=$program.model.o
+  fi
+  gcc -std=c11 -O2 -DNEEDLE_NAME=needle_model -DNEEDLE_HEADER="\"$header\"" -Itest/e2e -c test/e2e/run_model.c \
+    -o "$program.main.o"
+  g++ "$program.main.o" "$unit" -lm -o "$program"
+  ("$program" all "$(seq -s ' ' 1 20)" "$program") 2>/dev/null
+}
+
+run_sets() {
+  local before=$1 after=$2 differ=0 unit name scratch
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' RETURN
+  for unit in "$before"/x86_64*.o "$before"/cpp*.cpp; do
+    name=$(basename "${unit%.*}")
+    if ! run_one "$unit" "${unit%.*}.h" "$scratch/before-$name"; then
+      echo "not run here: $name (this CPU lacks its instructions)"
+      continue
+    fi
+    run_one "$after/$(basename "$unit")" "$after/$name.h" "$scratch/after-$name"
+    for output in json logits emb; do
+      cmp -s "$scratch/before-$name.$output" "$scratch/after-$name.$output" || {
+        echo "differs: $name.$output"
+        differ=1
+      }
+    done
+  done
+  ((differ == 0)) && echo "emitted-set: every output that ran here bit-identical"
   return "$differ"
 }
 
 case ${1:-} in
 emit) emit_set "${@:2}" ;;
+run) run_sets "${@:2}" ;;
 compare) compare_sets "${@:2}" ;;
 *)
-  sed -n '2,11p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
   ;;
 esac
