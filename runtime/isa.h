@@ -6,6 +6,15 @@
 #ifndef NEEDLE_RT_ISA_H
 #define NEEDLE_RT_ISA_H
 
+// Kernels written once over an instruction set's vector operations (a traits type, as
+// attention_x86.h's blocks) carry no target attribute of their own: they are inlined into the
+// kernel of each instruction set, which carries it.
+#if defined(__GNUC__)
+#define NEEDLE_RT_INLINE_INTO_CALLER __attribute__((always_inline)) inline
+#else
+#define NEEDLE_RT_INLINE_INTO_CALLER inline
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define NEEDLE_RT_X86_KERNELS 1

@@ -55,6 +55,7 @@
 #include "arch/x86_64/rotations_avx512.h"
 #include "arch/x86_64/math_avx2.h"
 #include "arch/x86_64/lanes_avx2.h"
+#include "arch/x86_64/attention_x86.h"
 #include "arch/x86_64/attention_avx2.h"
 #include "arch/x86_64/attention_avx512.h"
 #include "arch/x86_64/mlp_avx2.h"

@@ -7,9 +7,9 @@
 #if NEEDLE_RT_X86_KERNELS
 namespace needle_rt {
 
-// attention_x86's blocks with AVX-512F: AttentionAvx2's, 16 lanes a vector (twice the sums an FMA
-// does, in the 32 registers twice the vectors), in the same order, so the outputs are the AVX2
-// kernel's bit for bit. A masked load and store serve a block's tail.
+// attention_x86 with AVX-512F: its blocks at 16 lanes (twice the sums an FMA does, in the 32
+// registers twice the vectors), in the same order, so the outputs are the AVX2 kernel's bit for
+// bit.
 
 /// avx2_exp with AVX-512F, 16 at a time: the same operations, so the same floats.
 NEEDLE_RT_AVX512 inline __m512 avx512_exp(__m512 x) {
@@ -49,63 +49,31 @@ NEEDLE_RT_AVX512 inline float attention_softmax_avx512(float *scores, int64_t co
          avx2_lane_sum(attention_exps_avx2(scores, i, count, avx512_half<0>(factor), avx512_half<0>(shift), sum));
 }
 
-/// acc[h][j] += b[h·b_stride] · vectors[j] (avx2_outer_fma's, 16 lanes).
-template <int kHeads, int kVectors>
-NEEDLE_RT_AVX512 inline void avx512_outer_fma(__m512 (&acc)[kHeads][kVectors], const __m512 (&vectors)[kVectors],
-                                              const float *b, int64_t b_stride) {
-#pragma GCC unroll 8
-  for (int h = 0; h < kHeads; ++h) {
-    const __m512 scalar = _mm512_set1_ps(b[h * b_stride]);
-#pragma GCC unroll 8
-    for (int j = 0; j < kVectors; ++j)
-      acc[h][j] = _mm512_fmadd_ps(scalar, vectors[j], acc[h][j]);
+/// attention_x86.h's vector operations with AVX-512F: 16 floats a vector, a masked load and
+/// store for a block's tail.
+struct F32x16 {
+  using Vector = __m512;
+  static constexpr int64_t width = 16;
+  NEEDLE_RT_AVX512 static void load(Vector &v, const float *p) { v = _mm512_loadu_ps(p); }
+  NEEDLE_RT_AVX512 static void load(Vector &v, const float *p, int64_t live) {
+    v = _mm512_maskz_loadu_ps(avx512_first_lanes(live), p);
   }
-}
-
-/// attention_score_block_avx2's, for 16·kVectors slots, of them the ones `live` selects (a block's
-/// tail: one vector, kVectors 1).
-template <int kHeads, int kVectors>
-NEEDLE_RT_AVX512 inline void attention_score_block_avx512(const float *q, int64_t dqk, const float *k, int64_t capacity,
-                                                          float *scores, int64_t stride, __mmask16 live = kAll16) {
-  __m512 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
-  for (int64_t d = 0; d < dqk; ++d) {
-    __m512 keys[kVectors];
-#pragma GCC unroll 8
-    for (int j = 0; j < kVectors; ++j)
-      keys[j] = _mm512_maskz_loadu_ps(live, k + d * capacity + 16 * j);
-    avx512_outer_fma(acc, keys, q + d, dqk);
+  NEEDLE_RT_AVX512 static void store(float *p, const Vector &v) { _mm512_storeu_ps(p, v); }
+  NEEDLE_RT_AVX512 static void store(float *p, const Vector &v, int64_t live) {
+    _mm512_mask_storeu_ps(p, avx512_first_lanes(live), v);
   }
-#pragma GCC unroll 8
-  for (int h = 0; h < kHeads; ++h)
-#pragma GCC unroll 8
-    for (int j = 0; j < kVectors; ++j)
-      _mm512_mask_storeu_ps(scores + h * stride + 16 * j, live, acc[h][j]);
-}
-
-/// attention_value_block_avx2's, for 16·kVectors values.
-template <int kHeads, int kVectors>
-NEEDLE_RT_AVX512 inline void attention_value_block_avx512(const float *scores, int64_t count, const float *v,
-                                                          int64_t v_width, int64_t first_slot, int64_t capacity,
-                                                          const float *inv_sum, int64_t dv, float *out) {
-  __m512 acc[kHeads][kVectors] = {}; // in registers: every loop over it is unrolled
-  for (int64_t i = 0, slot = first_slot; i < count; ++i, slot = slot + 1 == capacity ? 0 : slot + 1) {
-    __m512 values[kVectors];
-#pragma GCC unroll 8
-    for (int j = 0; j < kVectors; ++j)
-      values[j] = _mm512_loadu_ps(v + slot * v_width + 16 * j);
-    avx512_outer_fma(acc, values, scores + i, count);
+  NEEDLE_RT_AVX512 static void fma(Vector &acc, float scalar, const Vector &v) {
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(scalar), v, acc);
   }
-#pragma GCC unroll 8
-  for (int h = 0; h < kHeads; ++h)
-#pragma GCC unroll 8
-    for (int j = 0; j < kVectors; ++j)
-      _mm512_storeu_ps(out + h * dv + 16 * j, _mm512_mul_ps(acc[h][j], _mm512_set1_ps(inv_sum[h])));
-}
+  NEEDLE_RT_AVX512 static void scaled_store(float *p, const Vector &v, float factor) {
+    _mm512_storeu_ps(p, _mm512_mul_ps(v, _mm512_set1_ps(factor)));
+  }
+};
 
 /// The AVX-512 blocks of attention_x86 (AttentionAvx2's, dv a multiple of 16), up to 6 heads at
 /// once: 6 heads' sums of 4 vectors and the 4 vectors they multiply fit the 32 registers.
 struct AttentionAvx512 {
-  static constexpr int64_t width = 16;
+  static constexpr int64_t width = F32x16::width;
   static constexpr int most_heads = kAttentionMostHeads;
   NEEDLE_RT_AVX512 static float softmax(float *scores, int64_t count, float scale) {
     return attention_softmax_avx512(scores, count, scale);
@@ -113,26 +81,13 @@ struct AttentionAvx512 {
   template <int kHeads>
   NEEDLE_RT_AVX512 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                       float *scores, int64_t stride) {
-    int64_t i = 0;
-    for (; i + 64 <= slots; i += 64)
-      attention_score_block_avx512<kHeads, 4>(q, dqk, k + i, capacity, scores + i, stride);
-    for (; i + 16 <= slots; i += 16)
-      attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
-    if (i < slots)
-      attention_score_block_avx512<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride,
-                                              avx512_first_lanes(slots - i));
+    attention_scores_x86<F32x16, kHeads>(q, dqk, k, capacity, slots, scores, stride);
   }
   template <int kHeads>
   NEEDLE_RT_AVX512 static void values(const float *scores, int64_t count, const float *v, int64_t v_width,
                                       int64_t first_slot, int64_t capacity, const float *inv_sum, int64_t dv,
                                       float *out) {
-    int64_t e = 0;
-    for (; e + 64 <= dv; e += 64)
-      attention_value_block_avx512<kHeads, 4>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv,
-                                              out + e);
-    for (; e < dv; e += 16)
-      attention_value_block_avx512<kHeads, 1>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv,
-                                              out + e);
+    attention_values_x86<F32x16, kHeads>(scores, count, v, v_width, first_slot, capacity, inv_sum, dv, out);
   }
 };
 
