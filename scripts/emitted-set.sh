@@ -5,8 +5,9 @@
 #   scripts/emitted-set.sh compare BEFORE AFTER  list the files that differ; exit 1 if any does
 #   scripts/emitted-set.sh compare BEFORE AFTER RENAMES
 #       the same, where a change renames runtime functions: RENAMES lists "old new" per line, and
-#       an object that differs passes when its code, relocations and data are the old ones with
-#       the names replaced (llvm-objdump's listing, demangled; symbol order may differ)
+#       a file that differs passes when it is the old one with the names replaced: an object's
+#       code, relocations and data (llvm-objdump's listing, demangled), a source's text up to
+#       whitespace
 #   scripts/emitted-set.sh run BEFORE AFTER
 #       where code differs: runs each x86_64 object and C++ source of both sets on this machine
 #       (test/e2e/run_model.c, 20 tokens) and compares the logits, confidence and embedding bit
@@ -65,22 +66,36 @@ unstamped() {
   esac
 }
 
-# An object's code, relocations and section contents, demangled, without its file name and with
-# function sections named by their demangled function; the names in RENAMES ($2) replaced.
-listing() {
-  local renames=${2:-/dev/null} old new
-  local -a edits=()
+# stdin with the names in RENAMES ($1: "old new" per line) replaced, whole words only.
+renamed() {
+  local old new
+  local -a edits=(-e '')
   while read -r old new; do
-    [ -n "$old" ] && edits+=(-e "s/\b$old\b/$new/g")
-  done <"$renames"
-  llvm-objdump-19 -d -r -s "$1" | tail -n +3 | sed -E 's/\.(text|rodata|data|bss)\./.\1 /g' | c++filt |
-    sed "${edits[@]:--e}"
+    [ -n "$old" ] && edits+=(-e "s/\\b$old\\b/$new/g")
+  done <"${1:-/dev/null}"
+  sed "${edits[@]}"
 }
 
-# Whether the objects $1 and $2 hold the same code and data once the names in RENAMES ($3) are
-# replaced in $1's.
+# An object's code, relocations and section contents, demangled, without its file name and with
+# function sections named by their demangled function; the names in RENAMES ($2) replaced. The
+# symbol and string tables (and wasm's name and linking sections) are left out: their bytes are
+# the names, and the relocations say which symbol each use is.
+listing() {
+  llvm-objdump-19 -d -r -s "$1" | tail -n +3 | awk '
+    /^Contents of section / { skip = $4 ~ /^(\.strtab|\.symtab|\.rela|name|linking|reloc\.)/ }
+    /^Disassembly of section / { skip = 0 }
+    !skip' | sed -E 's/\.(text|rodata|data|bss)\./.\1 /g' | c++filt | renamed "${2:-}"
+}
+
+# Whether $1 and $2 say the same once the names in RENAMES ($3) are replaced in $1: an object's
+# code and data, a header's or source's text up to whitespace (renamed code is formatted anew).
 same_code() {
-  [ -n "${3:-}" ] && [[ $1 == *.o ]] && diff -q <(listing "$1" "$3") <(listing "$2") >/dev/null
+  [ -n "${3:-}" ] || return 1
+  if [[ $1 == *.o ]]; then
+    diff -q <(listing "$1" "$3") <(listing "$2")
+  else
+    diff -q <(renamed "$3" <"$1" | tr -s '[:space:]' ' ') <(tr -s '[:space:]' ' ' <"$2")
+  fi >/dev/null
 }
 
 compare_sets() {
