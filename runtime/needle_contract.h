@@ -68,7 +68,7 @@ struct CqX8 {
 ///   - Rows go in tiles of 16 (the last tile padded with zero codes and norms). A tile's group is
 ///     8·bits chunks of 32 bytes; byte 16·h + r of chunk q holds row r's codes of units 4q + h
 ///     (low nibble) and 4q + 2 + h (high nibble): one 16-entry byte shuffle per 128-bit half looks
-///     up 16 rows' units at once (cqlut_matmul_avx2).
+///     up 16 rows' units at once (cq_matmul_lut16_fast_avx2).
 ///   - The groups are cut into blocks of 4 as in CqX8, a block holding every tile's groups in it,
 ///     tile after tile; a tile's 16 fp16 norms per group follow the same order.
 struct CqLut16 {
@@ -85,9 +85,9 @@ struct CqLut16 {
   static int shift(int64_t u) { return u % 4 < 2 ? 0 : 4; }
 };
 
-/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cqlut_matmul_avx512vnni), and
-/// the object's exact CQ4 layout for AVX-512F (cq4_exact_dword_matmul_avx512, and
-/// cq4_exact_dword_matmul_avx512vnni with VBMI and VNNI).
+/// CqLutDword: the fast mode's layout for AVX-512 with VBMI and VNNI (cq_matmul_dword_fast_avx512vnni), and
+/// the object's exact CQ4 layout for AVX-512F (cq_matmul_dword_exact_avx512, and
+/// cq_matmul_dword_exact_avx512vnni with VBMI and VNNI).
 /// CqLut16's units, codes, tiles, blocks and norms; only a tile's group is cut otherwise, into
 /// 4·bits chunks of 64 bytes, bytes 4r..4r+3 of chunk m holding row r's codes of units 8m + b
 /// (the low nibble of byte 4r + b) and 8m + 4 + b (its high nibble). A row's 8 units share one
@@ -98,8 +98,8 @@ struct CqLutDword {
   static int shift(int64_t u) { return u % 8 < 4 ? 0 : 4; }
 };
 
-/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq2_exact_chunk_matmul_avx512, and
-/// cq2_exact_chunk_matmul_avx512vnni with VBMI and VNNI).
+/// CqLutChunkMajor: the object's exact CQ2 layout for AVX-512F (cq_matmul_chunkmajor_exact_avx512, and
+/// cq_matmul_chunkmajor_exact_avx512vnni with VBMI and VNNI).
 /// CqLutDword's tiles, units, codes and 64-byte chunks, in slabs of up to 64 tiles (1024 rows),
 /// slab after slab; within a slab chunk-major: group by group, chunk by chunk, tile after tile,
 /// so chunk m of tile t's group g starts chunk(...) bytes in. A tile's norms of a group, 16 fp16,

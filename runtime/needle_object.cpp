@@ -219,7 +219,7 @@ __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const
 #define NEEDLE_EXPORT_Both(name, isa) NEEDLE_EXPORT_##isa(name)
 #define NEEDLE_EXPORT_ObjectOnly(name, isa) NEEDLE_EXPORT_##isa(name)
 #define NEEDLE_EXPORT_CppOnly(name, isa)
-#define NEEDLE_KERNEL(name, signature, layout, isa, backends) NEEDLE_EXPORT_##backends(name, isa)
+#define NEEDLE_KERNEL(name, signature, layout, mode, isa, backends) NEEDLE_EXPORT_##backends(name, isa)
 #include "needle_kernels.def"
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;

@@ -18,12 +18,13 @@
 namespace needle {
 
 enum class KernelLayout { None, CqLut16, CqLutDword, CqLutChunkMajor, CqX8 };
+enum class KernelMode { Exact, Fast };
 enum class KernelIsa { Portable, Avx2, Avx512, Avx512Vnni, Simd128 };
 enum class KernelBackends { Both, ObjectOnly, CppOnly };
 
 /// Every registered kernel, by its runtime name.
 enum class Kernel {
-#define NEEDLE_KERNEL(name, signature, layout, isa, backends) name,
+#define NEEDLE_KERNEL(name, signature, layout, mode, isa, backends) name,
 #include "runtime/needle_kernels.def"
 };
 
@@ -32,6 +33,7 @@ struct KernelInfo {
   std::string_view signature;               // the NEEDLE_SIGNATURE it takes
   std::vector<std::string_view> parameters; // the signature's parameter names, in order
   KernelLayout layout;
+  KernelMode mode;
   KernelIsa isa;
   KernelBackends backends;
 };
@@ -71,9 +73,9 @@ inline std::string_view parametersOf(std::string_view signature) {
 inline const std::vector<KernelInfo> &registry() {
   static const std::vector<KernelInfo> kernels = [] {
     std::vector<KernelInfo> list;
-#define NEEDLE_KERNEL(name, signature, layout, isa, backends)                                                          \
-  list.push_back({#name, #signature, splitParameters(parametersOf(#signature)), KernelLayout::layout, KernelIsa::isa,  \
-                  KernelBackends::backends});
+#define NEEDLE_KERNEL(name, signature, layout, mode, isa, backends)                                                    \
+  list.push_back({#name, #signature, splitParameters(parametersOf(#signature)), KernelLayout::layout,                  \
+                  KernelMode::mode, KernelIsa::isa, KernelBackends::backends});
 #include "runtime/needle_kernels.def"
     return list;
   }();
@@ -144,6 +146,18 @@ inline std::string_view layoutName(KernelLayout layout) {
 inline std::string_view isaName(KernelIsa isa) {
   constexpr std::string_view names[] = {"portable", "avx2", "avx512", "avx512vnni", "simd128"};
   return names[static_cast<int>(isa)];
+}
+
+/// The name a kernel of these columns takes (runtime/needle_kernels.def):
+/// <signature>[_<layout>_<mode>][_<isa>].
+inline std::string kernelNameFor(std::string_view signature, KernelLayout layout, KernelMode mode, KernelIsa isa) {
+  constexpr std::string_view layouts[] = {"", "lut16", "dword", "chunkmajor", "x8"};
+  std::string name(signature);
+  if (layout != KernelLayout::None)
+    name += "_" + std::string(layouts[static_cast<int>(layout)]) + (mode == KernelMode::Fast ? "_fast" : "_exact");
+  if (isa != KernelIsa::Portable)
+    name += "_" + std::string(isaName(isa));
+  return name;
 }
 
 } // namespace needle

@@ -35,10 +35,10 @@ void selectObjectCq(KernelProgram &program, const Selection &selection) {
   if (selection.activations == Activations::Int8) {
     // With VNNI, CqLutDword: a row's units in one lane, which vpdpbusd adds. Otherwise CqLut16: the
     // same algorithm on every target, SIMD or not.
-    const Kernel fast = isas.avx512Vnni ? Kernel::cqlut_matmul_avx512vnni
-                        : isas.avx2     ? Kernel::cqlut_matmul_avx2
-                        : isas.simd128  ? Kernel::cqlut_matmul_simd128
-                                        : Kernel::cqlut_matmul;
+    const Kernel fast = isas.avx512Vnni ? Kernel::cq_matmul_dword_fast_avx512vnni
+                        : isas.avx2     ? Kernel::cq_matmul_lut16_fast_avx2
+                        : isas.simd128  ? Kernel::cq_matmul_lut16_fast_simd128
+                                        : Kernel::cq_matmul_lut16_fast;
     useFastCqLayout(program, isas.avx512Vnni ? useCqLutDwordLayout : useCqLut16Layout, nameOf(fast));
   }
   if (isas.avx512) { // 16 lanes: one vpermps holds a CQ4 codebook
@@ -47,16 +47,16 @@ void selectObjectCq(KernelProgram &program, const Selection &selection) {
     // them up and add them in fewer operations, the tables in fixed point as byte planes (CQ2 the
     // same sums; CQ4 a token alone on 64 tiles or more, kCq4PlaneTiles). CQ4 in whole tiles only:
     // padded to a tile, the lanes' 4-row mixing projections would quadruple.
-    useCqLutChunkMajorLayout(program, nameOf(isas.avx512Vnni ? Kernel::cq2_exact_chunk_matmul_avx512vnni
-                                                             : Kernel::cq2_exact_chunk_matmul_avx512));
+    useCqLutChunkMajorLayout(program, nameOf(isas.avx512Vnni ? Kernel::cq_matmul_chunkmajor_exact_avx512vnni
+                                                             : Kernel::cq_matmul_chunkmajor_exact_avx512));
     useCqLutDwordLayout(
         program, {4},
-        nameOf(isas.avx512Vnni ? Kernel::cq4_exact_dword_matmul_avx512vnni : Kernel::cq4_exact_dword_matmul_avx512),
+        nameOf(isas.avx512Vnni ? Kernel::cq_matmul_dword_exact_avx512vnni : Kernel::cq_matmul_dword_exact_avx512),
         kWholeCqLutTiles);
-    useCqX8Layout(program, nameOf(Kernel::cqx8_matmul_avx512));
+    useCqX8Layout(program, nameOf(Kernel::cq_matmul_x8_exact_avx512));
   } else if (isas.avx2) {
-    useCqLut16Layout(program, {2}, nameOf(Kernel::cqlut_exact_matmul_avx2));
-    useCqX8Layout(program, nameOf(Kernel::cqx8_matmul_avx2));
+    useCqLut16Layout(program, {2}, nameOf(Kernel::cq_matmul_lut16_exact_avx2));
+    useCqX8Layout(program, nameOf(Kernel::cq_matmul_x8_exact_avx2));
   }
 }
 
@@ -66,9 +66,9 @@ void selectObjectCq(KernelProgram &program, const Selection &selection) {
 /// plain C++ otherwise.
 void selectCppCq(KernelProgram &program, const Selection &selection) {
   if (selection.activations == Activations::Int8)
-    useFastCqLayout(program, useCqLut16Layout, nameOf(Kernel::cqlut_matmul));
-  useCqLut16Layout(program, {2}, nameOf(Kernel::cqlut_exact_matmul));
-  useCqX8Layout(program, nameOf(Kernel::cqx8_matmul));
+    useFastCqLayout(program, useCqLut16Layout, nameOf(Kernel::cq_matmul_lut16_fast));
+  useCqLut16Layout(program, {2}, nameOf(Kernel::cq_matmul_lut16_exact));
+  useCqX8Layout(program, nameOf(Kernel::cq_matmul_x8_exact));
 }
 
 } // namespace

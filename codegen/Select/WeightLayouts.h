@@ -81,7 +81,7 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
                     const CqRelayout &relayout);
 
 /// Points every CQ4 matvec of `program` at the CqX8 layout and at `matmul`, the kernel that reads
-/// it (needle_rt::cqx8_matmul's signature); a one-token call becomes a batch of one.
+/// it (needle_rt::cq_matmul_x8_exact's signature); a one-token call becomes a batch of one.
 void useCqX8Layout(KernelProgram &program, const std::string &matmul);
 
 /// Which of a width's CQ matrices a layout takes, by their rows: a multiple of `multiple`, and at
@@ -104,20 +104,20 @@ constexpr CqRows kFastCq4Rows{1, 64};
 
 /// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` (2 in
 /// the exact mode, and 4 in whole tiles of 16 with AVX-512; the fast mode's: useFastCqLayout) at
-/// the CqLut16 layout and at `matmul`, its kernel (needle_rt::cqlut_matmul's or
-/// cqlut_exact_matmul's); a one-token call becomes a batch of one.
+/// the CqLut16 layout and at `matmul`, its kernel (needle_rt::cq_matmul_lut16_fast's or
+/// cq_matmul_lut16_exact's); a one-token call becomes a batch of one.
 void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                       CqRows rows = {});
 
 /// Points every CQ matvec of `program` at one of the widths `bits` whose rows fit `rows` at the
-/// CqLutDword layout and at `matmul`, its kernel (needle_rt::cqlut_matmul_avx512vnni's
+/// CqLutDword layout and at `matmul`, its kernel (needle_rt::cq_matmul_dword_fast_avx512vnni's
 /// signature: the fast mode's with VNNI, or the object's exact CQ4 with AVX-512F,
-/// cq4_exact_dword_matmul_avx512); a one-token call becomes a batch of one.
+/// cq_matmul_dword_exact_avx512); a one-token call becomes a batch of one.
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul,
                          CqRows rows = {});
 
 /// Points every CQ2 matvec of `program` still on the file's layout at CqLutChunkMajor and at
-/// `matmul`, its kernel (the object's exact CQ2 with AVX-512F, cq2_exact_chunk_matmul_avx512); a
+/// `matmul`, its kernel (the object's exact CQ2 with AVX-512F, cq_matmul_chunkmajor_exact_avx512); a
 /// one-token call becomes a batch of one.
 void useCqLutChunkMajorLayout(KernelProgram &program, const std::string &matmul);
 

@@ -20,12 +20,13 @@ inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
 }
 
 /// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode).
-inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, [[maybe_unused]] int bits,
-                        int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+inline void cq_matmul_x8_exact(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                               [[maybe_unused]] int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
+                               int64_t stride, int64_t n) {
 #if NEEDLE_RT_TARGETS_AVX512
-  cqx8_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_x8_exact_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_TARGETS_AVX2
-  cqx8_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_x8_exact_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cq_matmul_in(CqX8Rows{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 #endif
@@ -34,12 +35,12 @@ inline void cqx8_matmul(const uint8_t *packed, const uint16_t *norms, const floa
 /// The exact mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout
 /// (needlec lays only CQ2 so): AVX-512 or AVX2 where the compiler targets it, else
 /// cqlut_exact_matmul_portable.
-inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
-                               int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+inline void cq_matmul_lut16_exact(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                                  int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_TARGETS_AVX512
-  cqlut_exact_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_lut16_exact_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_TARGETS_AVX2
-  cqlut_exact_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_lut16_exact_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif
@@ -47,14 +48,14 @@ inline void cqlut_exact_matmul(const uint8_t *packed, const uint16_t *norms, con
 
 /// The fast mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout:
 /// AVX2 or simd128 where the compiler targets it, NEON on aarch64, else cqlut_matmul_portable.
-inline void cqlut_matmul(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows,
-                         int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
+inline void cq_matmul_lut16_fast(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
+                                 int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_TARGETS_AVX2
-  cqlut_matmul_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_lut16_fast_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_NEON_KERNELS
   cqlut_matmul_on<CqLutNeon>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_TARGETS_SIMD128
-  cqlut_matmul_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+  cq_matmul_lut16_fast_simd128(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif

@@ -215,13 +215,13 @@ void BM_VectorThroughput(benchmark::State &state) { BM_VectorMix<12, 12, 0, 0>(s
 /// The runtime's CQ kernels on one matrix of rows x cols at `bits` (random weights quantized by
 /// our quantizer) and n rotated inputs, by `kernel`: 0, the portable kernel on the file's layout
 /// (cq_matmul, what --kernels portable calls); 1, the exact AVX2 kernel the native kernels call
-/// on x86-64 with AVX2 (CQ2: cqlut_exact_matmul_avx2 on the CqLut16 layout; CQ4: cqx8_matmul_avx2
+/// on x86-64 with AVX2 (CQ2: cq_matmul_lut16_exact_avx2 on the CqLut16 layout; CQ4: cq_matmul_x8_exact_avx2
 /// on CqX8); 2, the fast mode's AVX2 kernel on the CqLut16 layout (--activations int8); 3, the
-/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2: cq2_exact_chunk_matmul_avx512 on
-/// CqLutChunkMajor; CQ4: cq4_exact_dword_matmul_avx512 on CqLutDword); 4, the fast mode's kernel
-/// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cqlut_matmul_avx512vnni on CqLutDword); 5, the
-/// exact kernels it calls on such a CPU (CQ2: cq2_exact_chunk_matmul_avx512vnni on CqLutChunkMajor; CQ4:
-/// cq4_exact_dword_matmul_avx512vnni on CqLutDword); 6, CQ4 only, the byte planes for every token
+/// exact AVX-512 kernel the object backend calls on a CPU with AVX-512F (CQ2: cq_matmul_chunkmajor_exact_avx512 on
+/// CqLutChunkMajor; CQ4: cq_matmul_dword_exact_avx512 on CqLutDword); 4, the fast mode's kernel
+/// the object backend calls on a CPU with AVX-512 VBMI and VNNI (cq_matmul_dword_fast_avx512vnni on CqLutDword); 5, the
+/// exact kernels it calls on such a CPU (CQ2: cq_matmul_chunkmajor_exact_avx512vnni on CqLutChunkMajor; CQ4:
+/// cq_matmul_dword_exact_avx512vnni on CqLutDword); 6, CQ4 only, the byte planes for every token
 /// (cq4_plane_matmul_avx512vnni on CqLutDword), which 5 takes for a token alone on 64 tiles or
 /// more (BM_RuntimeCq4Planes weighs the two). Reports
 /// weights/s (one pass over the matrix serves the n tokens), the CQ bytes/s it streams and GFLOPS (2·rows·cols·n per
@@ -233,15 +233,15 @@ void BM_RuntimeCq(benchmark::State &state) {
   if (const char *why = cqKernelUnavailable(choice))
     return state.SkipWithError(why);
 #if NEEDLE_RT_X86_KERNELS
-  const auto kernel = choice == 4                ? needle_rt::cqlut_matmul_avx512vnni
-                      : choice == 5 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512vnni
-                      : choice == 5              ? needle_rt::cq4_exact_dword_matmul_avx512vnni
+  const auto kernel = choice == 4                ? needle_rt::cq_matmul_dword_fast_avx512vnni
+                      : choice == 5 && bits == 2 ? needle_rt::cq_matmul_chunkmajor_exact_avx512vnni
+                      : choice == 5              ? needle_rt::cq_matmul_dword_exact_avx512vnni
                       : choice == 6              ? needle_rt::cq4_plane_matmul_avx512vnni
-                      : choice == 3 && bits == 2 ? needle_rt::cq2_exact_chunk_matmul_avx512
-                      : choice == 3              ? needle_rt::cq4_exact_dword_matmul_avx512
-                      : choice == 2              ? needle_rt::cqlut_matmul_avx2
-                      : choice == 1 && bits == 2 ? needle_rt::cqlut_exact_matmul_avx2
-                      : choice == 1              ? needle_rt::cqx8_matmul_avx2
+                      : choice == 3 && bits == 2 ? needle_rt::cq_matmul_chunkmajor_exact_avx512
+                      : choice == 3              ? needle_rt::cq_matmul_dword_exact_avx512
+                      : choice == 2              ? needle_rt::cq_matmul_lut16_fast_avx2
+                      : choice == 1 && bits == 2 ? needle_rt::cq_matmul_lut16_exact_avx2
+                      : choice == 1              ? needle_rt::cq_matmul_x8_exact_avx2
                                                  : needle_rt::cq_matmul;
 #else
   const auto kernel = needle_rt::cq_matmul;
@@ -285,7 +285,7 @@ void BM_RuntimeCqStream(benchmark::State &state) {
 #if NEEDLE_RT_X86_KERNELS
   const int64_t rows = state.range(0), cols = state.range(1), count = state.range(2);
   const bool fast = state.range(3) == 4;
-  const auto kernel = fast ? needle_rt::cqlut_matmul_avx512vnni : needle_rt::cq2_exact_chunk_matmul_avx512;
+  const auto kernel = fast ? needle_rt::cq_matmul_dword_fast_avx512vnni : needle_rt::cq_matmul_chunkmajor_exact_avx512;
   const std::vector<float> book = cq::codebook(cq::CodebookKind::Needle, 2);
   const cq::Packed m = benchCqMatrix(rows, cols, 2, book);
   const int64_t groups = cq::paddedCols(cols) / 128, stride = cq::paddedCols(cols) + rows;

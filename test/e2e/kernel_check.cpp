@@ -1,14 +1,14 @@
 // The runtime's CQ matvec kernels on the target they are built for (natively, under qemu, under
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
-// as needlec re-lays them (codegen/Select/WeightLayouts.cpp; CqLut16 for CQ2, cqlut_exact_matmul,
-// and CqX8 for CQ4, cqx8_matmul: their AVX2 or AVX-512 code when built for it, plain C++
-// otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq2_exact_chunk_matmul_avx512 and
-// CqLutDword for CQ4 with cq4_exact_dword_matmul_avx512 too), and the fast mode's CqLut16 layout (cqlut_matmul, 2 and 4
-// bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its
-// CqLutDword layout and cqlut_matmul_avx512vnni too, and the exact ones' VNNI kernels). Odd rows (partial tiles of 16),
-// partial and single groups, whole and short blocks, one token and runs of tokens. Prints one line per failure and a
-// summary; exits non-zero on any failure.
+// as needlec re-lays them (codegen/Select/WeightLayouts.cpp; CqLut16 for CQ2, cq_matmul_lut16_exact,
+// and CqX8 for CQ4, cq_matmul_x8_exact: their AVX2 or AVX-512 code when built for it, plain C++
+// otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq_matmul_chunkmajor_exact_avx512 and
+// CqLutDword for CQ4 with cq_matmul_dword_exact_avx512 too), and the fast mode's CqLut16 layout (cq_matmul_lut16_fast,
+// 2 and 4 bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its
+// CqLutDword layout and cq_matmul_dword_fast_avx512vnni too, and the exact ones' VNNI kernels). Odd rows (partial tiles
+// of 16), partial and single groups, whole and short blocks, one token and runs of tokens. Prints one line per failure
+// and a summary; exits non-zero on any failure.
 #include "codegen/Select/WeightLayouts.h"
 #include "needle_runtime.h"
 
@@ -18,8 +18,8 @@
 #include <vector>
 
 // Built for AVX-512 with VBMI and VNNI (besides AVX-512F, AVX2, FMA, F16C), it checks
-// needle_rt::cqlut_matmul_avx512vnni on the CqLutDword layout, cq2_exact_chunk_matmul_avx512vnni on
-// CqLutChunkMajor and cq4_exact_dword_matmul_avx512vnni and cq4_plane_matmul_avx512vnni on
+// needle_rt::cq_matmul_dword_fast_avx512vnni on the CqLutDword layout, cq_matmul_chunkmajor_exact_avx512vnni on
+// CqLutChunkMajor and cq_matmul_dword_exact_avx512vnni and cq4_plane_matmul_avx512vnni on
 // CqLutDword too.
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512VBMI__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&            \
     defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -196,11 +196,13 @@ int main() {
       const std::vector<uint16_t> tiledNorms = halves(needle::blockCqLut16Norms(norms, m.rows, m.groups));
       if (bits == 4) {
         const std::vector<uint8_t> packed = needle::interleaveCqX8(m.packed.data(), m.rows, m.groups);
-        check("cqx8_matmul", needle_rt::cqx8_matmul, m, packed.data(),
+        check("cq_matmul_x8_exact", needle_rt::cq_matmul_x8_exact, m, packed.data(),
               halves(needle::blockCqX8Norms(norms, m.rows, m.groups)).data(), shape[2], random);
       }
-      check("cqlut_exact_matmul", needle_rt::cqlut_exact_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random);
-      check("cqlut_matmul", needle_rt::cqlut_matmul, m, tiled.data(), tiledNorms.data(), shape[2], random, true);
+      check("cq_matmul_lut16_exact", needle_rt::cq_matmul_lut16_exact, m, tiled.data(), tiledNorms.data(), shape[2],
+            random);
+      check("cq_matmul_lut16_fast", needle_rt::cq_matmul_lut16_fast, m, tiled.data(), tiledNorms.data(), shape[2],
+            random, true);
 #if NEEDLE_RT_X86_KERNELS && defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
       // The object's kernels (the C++ backend keeps CqLut16): the exact ones with AVX-512F (CQ2 on
       // CqLutChunkMajor, CQ4 on CqLutDword), and the fast one with VBMI and VNNI too (CqLutDword).
@@ -208,17 +210,17 @@ int main() {
       if (bits == 2) {
         const std::vector<uint8_t> chunks = needle::tileCqLutChunkMajor(m.packed.data(), m.rows, m.groups, bits);
         const std::vector<uint16_t> chunkNorms = halves(needle::chunkMajorNorms(norms, m.rows, m.groups));
-        check("cq2_exact_chunk_matmul_avx512", needle_rt::cq2_exact_chunk_matmul_avx512, m, chunks.data(),
+        check("cq_matmul_chunkmajor_exact_avx512", needle_rt::cq_matmul_chunkmajor_exact_avx512, m, chunks.data(),
               chunkNorms.data(), shape[2], random);
 #if NEEDLE_CHECK_VNNI
-        check("cq2_exact_chunk_matmul_avx512vnni", needle_rt::cq2_exact_chunk_matmul_avx512vnni, m, chunks.data(),
-              chunkNorms.data(), shape[2], random);
+        check("cq_matmul_chunkmajor_exact_avx512vnni", needle_rt::cq_matmul_chunkmajor_exact_avx512vnni, m,
+              chunks.data(), chunkNorms.data(), shape[2], random);
 #endif
       } else {
-        check("cq4_exact_dword_matmul_avx512", needle_rt::cq4_exact_dword_matmul_avx512, m, dword.data(),
+        check("cq_matmul_dword_exact_avx512", needle_rt::cq_matmul_dword_exact_avx512, m, dword.data(),
               tiledNorms.data(), shape[2], random);
 #if NEEDLE_CHECK_VNNI
-        check("cq4_exact_dword_matmul_avx512vnni", needle_rt::cq4_exact_dword_matmul_avx512vnni, m, dword.data(),
+        check("cq_matmul_dword_exact_avx512vnni", needle_rt::cq_matmul_dword_exact_avx512vnni, m, dword.data(),
               tiledNorms.data(), shape[2], random);
         check("cq4_plane_matmul_avx512vnni", needle_rt::cq4_plane_matmul_avx512vnni, m, dword.data(), tiledNorms.data(),
               shape[2], random);
@@ -226,12 +228,12 @@ int main() {
       }
 #endif
 #if NEEDLE_CHECK_VNNI
-      check("cqlut_matmul_avx512vnni", needle_rt::cqlut_matmul_avx512vnni, m, dword.data(), tiledNorms.data(), shape[2],
-            random, true);
+      check("cq_matmul_dword_fast_avx512vnni", needle_rt::cq_matmul_dword_fast_avx512vnni, m, dword.data(),
+            tiledNorms.data(), shape[2], random, true);
 #endif
     }
 #if NEEDLE_CHECK_VNNI
-  const char *path = "AVX-512 VNNI"; // and the exact matvecs' AVX-512, cqlut_matmul's AVX2
+  const char *path = "AVX-512 VNNI"; // and the exact matvecs' AVX-512, cq_matmul_lut16_fast's AVX2
 #elif defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs
   const char *path = "AVX-512"; // the exact matvecs; the fast mode's AVX2
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)

@@ -33,7 +33,7 @@ TEST(KernelRegistry, VariantsShareTheirBasesSignature) {
   EXPECT_EQ(variantOf("hadamard", KernelIsa::Avx512).name, "hadamard_avx512");
   EXPECT_EQ(variantOf("mhc_gates", KernelIsa::Avx2).name, "mhc_gates_avx2");
   EXPECT_THROW(variantOf("mhc_gates", KernelIsa::Avx512), std::logic_error);
-  for (const char *name : {"attention_avx512", "cq2_exact_chunk_matmul_avx512vnni", "cqx8_matmul"}) {
+  for (const char *name : {"attention_avx512", "cq_matmul_chunkmajor_exact_avx512vnni", "cq_matmul_x8_exact"}) {
     const KernelInfo *info = findKernel(name);
     ASSERT_NE(info, nullptr) << name;
     EXPECT_EQ(info->parameters, findKernel(info->signature)->parameters) << name;
@@ -43,14 +43,28 @@ TEST(KernelRegistry, VariantsShareTheirBasesSignature) {
 TEST(KernelRegistry, EveryKernelIsListedOnceWithItsOwnEnumerator) {
   std::set<std::string_view> names;
   EXPECT_EQ(kernelInfo(Kernel::cq_matvec).name, "cq_matvec");
-  EXPECT_EQ(kernelInfo(Kernel::cqlut_matmul_avx512vnni).layout, KernelLayout::CqLutDword);
-  EXPECT_EQ(kernelInfo(Kernel::cqlut_matmul_avx512vnni).isa, KernelIsa::Avx512Vnni);
+  EXPECT_EQ(kernelInfo(Kernel::cq_matmul_dword_fast_avx512vnni).layout, KernelLayout::CqLutDword);
+  EXPECT_EQ(kernelInfo(Kernel::cq_matmul_dword_fast_avx512vnni).isa, KernelIsa::Avx512Vnni);
   for (const KernelInfo &info : allKernels()) {
     EXPECT_TRUE(names.insert(info.name).second) << info.name;
     EXPECT_FALSE(info.parameters.empty()) << info.name;
     EXPECT_EQ(findKernel(info.name), &info);
   }
   EXPECT_EQ(kernelInfo(Kernel::cq_matmul).parameters.back(), "n");
+}
+
+TEST(KernelRegistry, EveryNameSaysItsColumnsInOneOrder) {
+  EXPECT_EQ(kernelNameFor("cq_matmul", KernelLayout::CqLutDword, KernelMode::Fast, KernelIsa::Avx512Vnni),
+            "cq_matmul_dword_fast_avx512vnni");
+  EXPECT_EQ(kernelNameFor("cq_matmul", KernelLayout::CqX8, KernelMode::Exact, KernelIsa::Portable),
+            "cq_matmul_x8_exact");
+  EXPECT_EQ(kernelNameFor("attention", KernelLayout::None, KernelMode::Exact, KernelIsa::Avx2), "attention_avx2");
+  EXPECT_EQ(kernelNameFor("cq_matmul", KernelLayout::None, KernelMode::Exact, KernelIsa::Portable), "cq_matmul");
+  for (const KernelInfo &info : allKernels()) {
+    EXPECT_EQ(info.name, kernelNameFor(info.signature, info.layout, info.mode, info.isa));
+    if (info.layout == KernelLayout::None)
+      EXPECT_EQ(info.mode, KernelMode::Exact) << info.name << ": only a re-laid CQ kernel has a fast mode";
+  }
 }
 
 TEST(KernelRegistry, VerifyRejectsCallsTheRegistryDoesNotDescribe) {

@@ -423,45 +423,45 @@ TEST(Runtime, CqLutGroupTableScaleIsItsLargestEntry) {
     }
 }
 
-// This file is built for the baseline x86-64 (or another CPU): cqx8_matmul, cqlut_exact_matmul
-// and cqlut_matmul are the portable ones.
-TEST(Runtime, CqX8MatmulPortable) { checkCq24Matmul(needle_rt::cqx8_matmul, CqLayout::CqX8, "cqx8_matmul", {4}); }
+// This file is built for the baseline x86-64 (or another CPU): cq_matmul_x8_exact, cq_matmul_lut16_exact
+// and cq_matmul_lut16_fast are the portable ones.
+TEST(Runtime, CqX8MatmulPortable) { checkCq24Matmul(needle_rt::cq_matmul_x8_exact, CqLayout::CqX8, "cq_matmul_x8_exact", {4}); }
 
 TEST(Runtime, CqLut16ExactMatmulPortable) {
-  checkCq24Matmul(needle_rt::cqlut_exact_matmul, CqLayout::CqLut16, "cqlut_exact_matmul", {2, 4});
+  checkCq24Matmul(needle_rt::cq_matmul_lut16_exact, CqLayout::CqLut16, "cq_matmul_lut16_exact", {2, 4});
 }
 
 TEST(Runtime, CqLut16MatmulPortable) {
-  checkCq24Matmul(needle_rt::cqlut_matmul, CqLayout::CqLut16, "cqlut_matmul", {2, 4}, CqAccuracy::Int8Tables);
+  checkCq24Matmul(needle_rt::cq_matmul_lut16_fast, CqLayout::CqLut16, "cq_matmul_lut16_fast", {2, 4}, CqAccuracy::Int8Tables);
 }
 
 #if NEEDLE_RT_X86_KERNELS
 TEST(Runtime, CqX8MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCq24Matmul(needle_rt::cqx8_matmul_avx2, CqLayout::CqX8, "cqx8_matmul_avx2", {4});
+  checkCq24Matmul(needle_rt::cq_matmul_x8_exact_avx2, CqLayout::CqX8, "cq_matmul_x8_exact_avx2", {4});
 }
 
 TEST(Runtime, CqX8MatmulAvx512) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
-  // One token on vpermps of the codebook; batches as cqx8_matmul_avx2.
-  checkCq24Matmul(needle_rt::cqx8_matmul_avx512, CqLayout::CqX8, "cqx8_matmul_avx512", {4});
+  // One token on vpermps of the codebook; batches as cq_matmul_x8_exact_avx2.
+  checkCq24Matmul(needle_rt::cq_matmul_x8_exact_avx512, CqLayout::CqX8, "cq_matmul_x8_exact_avx512", {4});
 }
 
 TEST(Runtime, CqLut16ExactMatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
   // CQ2 on the pair tables; CQ4 (which needlec lays as CqX8) falls back to plain C++.
-  checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx2, CqLayout::CqLut16, "cqlut_exact_matmul_avx2", {2, 4});
+  checkCq24Matmul(needle_rt::cq_matmul_lut16_exact_avx2, CqLayout::CqLut16, "cq_matmul_lut16_exact_avx2", {2, 4});
 }
 
 TEST(Runtime, CqLut16ExactMatmulAvx512) {
   if (!hasAvx512())
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
-  // CQ2 one token on vpermps of the pair tables, batches as cqlut_exact_matmul_avx2; CQ4 on
+  // CQ2 one token on vpermps of the pair tables, batches as cq_matmul_lut16_exact_avx2; CQ4 on
   // vpermps of the codebook, runs of 4, 2 and 1 tokens.
-  checkCq24Matmul(needle_rt::cqlut_exact_matmul_avx512, CqLayout::CqLut16, "cqlut_exact_matmul_avx512", {2, 4});
+  checkCq24Matmul(needle_rt::cq_matmul_lut16_exact_avx512, CqLayout::CqLut16, "cq_matmul_lut16_exact_avx512", {2, 4});
 }
 
 TEST(Runtime, CqLutDwordExactMatmulAvx512) {
@@ -469,7 +469,7 @@ TEST(Runtime, CqLutDwordExactMatmulAvx512) {
     GTEST_SKIP() << "this CPU lacks AVX-512F (or AVX2, FMA or F16C)";
   // CQ4 in runs of tokens on vpermps of the codebook, the codes a load a byte on; a matrix's last
   // group read without a byte past it (the ASan build checks that).
-  checkCq24Matmul(needle_rt::cq4_exact_dword_matmul_avx512, CqLayout::CqLutDword, "cq4_exact_dword_matmul_avx512", {4});
+  checkCq24Matmul(needle_rt::cq_matmul_dword_exact_avx512, CqLayout::CqLutDword, "cq_matmul_dword_exact_avx512", {4});
 }
 
 TEST(Runtime, CqLutChunkMajorExactMatmulAvx512) {
@@ -478,9 +478,9 @@ TEST(Runtime, CqLutChunkMajorExactMatmulAvx512) {
   // CQ2 token by token on vpermd of fixed-point pair tables, a chunk's held in registers for every
   // tile; a matrix's last chunk read without a byte past it (the ASan build checks that). 1100 rows
   // are 69 tiles: a slab of 64 and one of 5, each building its own tables.
-  const auto kernel = needle_rt::cq2_exact_chunk_matmul_avx512;
-  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512", {2});
-  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512");
+  const auto kernel = needle_rt::cq_matmul_chunkmajor_exact_avx512;
+  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq_matmul_chunkmajor_exact_avx512", {2});
+  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq_matmul_chunkmajor_exact_avx512");
 }
 
 bool hasAvx512Vnni() {
@@ -493,9 +493,9 @@ TEST(Runtime, CqLutChunkMajorExactMatmulAvx512Vnni) {
     GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
   // CQ2 token by token on vpermb of the fixed-point pair tables' byte planes, a chunk's held in
   // registers for every tile; 1100 rows: two slabs, as above.
-  const auto kernel = needle_rt::cq2_exact_chunk_matmul_avx512vnni;
-  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512vnni", {2});
-  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq2_exact_chunk_matmul_avx512vnni");
+  const auto kernel = needle_rt::cq_matmul_chunkmajor_exact_avx512vnni;
+  checkCq24Matmul(kernel, CqLayout::CqLutChunkMajor, "cq_matmul_chunkmajor_exact_avx512vnni", {2});
+  checkCqMatmul(2, 1100, 300, 2, kernel, CqLayout::CqLutChunkMajor, "cq_matmul_chunkmajor_exact_avx512vnni");
 }
 
 /// `kernel` on m laid out as `layout`, for n tokens of rotated random inputs (named after `what`):
@@ -521,8 +521,8 @@ TEST(Runtime, CqLutChunkMajorVnniEqualsAvx512) {
        {std::tuple<int64_t, int64_t, int64_t>{37, 1100, 1}, {64, 640, 3}, {1030, 256, 2}, {16, 128, 1}}) {
     const std::string what = "vnni vs avx512 rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
     const CqMatrix m(what, rows, cols, 2);
-    expectBitEqual(cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq2_exact_chunk_matmul_avx512vnni, n, what),
-                   cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq2_exact_chunk_matmul_avx512, n, what), what);
+    expectBitEqual(cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq_matmul_chunkmajor_exact_avx512vnni, n, what),
+                   cqMatmulRun(m, CqLayout::CqLutChunkMajor, needle_rt::cq_matmul_chunkmajor_exact_avx512, n, what), what);
   }
 }
 
@@ -532,10 +532,10 @@ TEST(Runtime, CqLutDwordExactMatmulAvx512Vnni) {
   // CQ4 on vpermb of the codebook tables' byte planes, every token; and the object's kernel, which
   // takes them for a token alone on 64 tiles or more (its choice: the next test).
   checkCq24Matmul(needle_rt::cq4_plane_matmul_avx512vnni, CqLayout::CqLutDword, "cq4_plane_matmul_avx512vnni", {4});
-  checkCq24Matmul(needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword,
-                  "cq4_exact_dword_matmul_avx512vnni", {4});
-  checkCqMatmul(4, 1030, 256, 1, needle_rt::cq4_exact_dword_matmul_avx512vnni, CqLayout::CqLutDword,
-                "cq4_exact_dword_matmul_avx512vnni");
+  checkCq24Matmul(needle_rt::cq_matmul_dword_exact_avx512vnni, CqLayout::CqLutDword,
+                  "cq_matmul_dword_exact_avx512vnni", {4});
+  checkCqMatmul(4, 1030, 256, 1, needle_rt::cq_matmul_dword_exact_avx512vnni, CqLayout::CqLutDword,
+                "cq_matmul_dword_exact_avx512vnni");
 }
 
 TEST(Runtime, CqLutDwordVnniTakesPlanesForLargeMatricesOnly) {
@@ -551,9 +551,9 @@ TEST(Runtime, CqLutDwordVnniTakesPlanesForLargeMatricesOnly) {
                                         {1040, 2, false}}) {
     const std::string what = "cq4 vnni choice rows=" + std::to_string(rows) + " n=" + std::to_string(n);
     const CqMatrix m(what, rows, 384, 4);
-    const Vec chosen = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_exact_dword_matmul_avx512vnni, n, what),
+    const Vec chosen = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq_matmul_dword_exact_avx512vnni, n, what),
               plane = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_plane_matmul_avx512vnni, n, what),
-              fma = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq4_exact_dword_matmul_avx512, n, what);
+              fma = cqMatmulRun(m, CqLayout::CqLutDword, needle_rt::cq_matmul_dword_exact_avx512, n, what);
     EXPECT_NE(plane, fma) << what << ": the planes' floats and the FMA kernel's must differ for this test to tell";
     expectBitEqual(chosen, planes ? plane : fma, what + (planes ? " takes the planes" : " takes the FMA kernel"));
   }
@@ -573,9 +573,9 @@ std::vector<FixedPointKernel> fixedPointKernels() {
   std::vector<FixedPointKernel> kernels;
   if (hasAvx512())
     kernels.push_back(
-        {"cq2_exact_chunk_matmul_avx512", needle_rt::cq2_exact_chunk_matmul_avx512, CqLayout::CqLutChunkMajor, 2});
+        {"cq_matmul_chunkmajor_exact_avx512", needle_rt::cq_matmul_chunkmajor_exact_avx512, CqLayout::CqLutChunkMajor, 2});
   if (hasAvx512Vnni()) {
-    kernels.push_back({"cq2_exact_chunk_matmul_avx512vnni", needle_rt::cq2_exact_chunk_matmul_avx512vnni,
+    kernels.push_back({"cq_matmul_chunkmajor_exact_avx512vnni", needle_rt::cq_matmul_chunkmajor_exact_avx512vnni,
                        CqLayout::CqLutChunkMajor, 2});
     kernels.push_back({"cq4_plane_matmul_avx512vnni", needle_rt::cq4_plane_matmul_avx512vnni, CqLayout::CqLutDword, 4});
   }
@@ -696,13 +696,13 @@ TEST(Runtime, CqFixedPointNonFiniteInputsComeOutNaN) {
 TEST(Runtime, CqLut16MatmulAvx2) {
   if (!hasAvx2())
     GTEST_SKIP() << "this CPU lacks AVX2, FMA or F16C";
-  checkCq24Matmul(needle_rt::cqlut_matmul_avx2, CqLayout::CqLut16, "cqlut_matmul_avx2", {2, 4}, CqAccuracy::Int8Tables);
+  checkCq24Matmul(needle_rt::cq_matmul_lut16_fast_avx2, CqLayout::CqLut16, "cq_matmul_lut16_fast_avx2", {2, 4}, CqAccuracy::Int8Tables);
 }
 
 TEST(Runtime, CqLutDwordMatmulAvx512Vnni) {
   if (!hasAvx512Vnni())
     GTEST_SKIP() << "this CPU lacks AVX-512 VBMI or VNNI (or AVX-512F, AVX2, FMA or F16C)";
-  checkCq24Matmul(needle_rt::cqlut_matmul_avx512vnni, CqLayout::CqLutDword, "cqlut_matmul_avx512vnni", {2, 4},
+  checkCq24Matmul(needle_rt::cq_matmul_dword_fast_avx512vnni, CqLayout::CqLutDword, "cq_matmul_dword_fast_avx512vnni", {2, 4},
                   CqAccuracy::Int8Tables);
 }
 
@@ -726,9 +726,9 @@ TEST(Runtime, CqLutAvx512VnniEqualsAvx2) {
       }
       Vec vnni = avx2;
       const int64_t padded = cq::paddedCols(cols);
-      needle_rt::cqlut_matmul_avx2(lut16.data(), norms.data(), m.codebook.data(), bits, rows, cols, avx2.data(),
+      needle_rt::cq_matmul_lut16_fast_avx2(lut16.data(), norms.data(), m.codebook.data(), bits, rows, cols, avx2.data(),
                                    avx2.data() + padded, stride, n);
-      needle_rt::cqlut_matmul_avx512vnni(dword.data(), dwordNorms.data(), m.codebook.data(), bits, rows, cols,
+      needle_rt::cq_matmul_dword_fast_avx512vnni(dword.data(), dwordNorms.data(), m.codebook.data(), bits, rows, cols,
                                          vnni.data(), vnni.data() + padded, stride, n);
       expectBitEqual(vnni, avx2, what);
     }

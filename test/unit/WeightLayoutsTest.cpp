@@ -148,15 +148,15 @@ TEST(WeightLayouts, CqX8LayoutTakesCq4MatvecsOnly) {
       {cqCall("cq_matvec", 0, 192, 4, 1), cqCall("cq_matmul", 64, 194, 4, 1), cqCall("cq_matvec", 128, 196, 3, 1)},
       256);
   const std::vector<uint8_t> before = program.weights;
-  useCqX8Layout(program, "cqx8_matmul");
+  useCqX8Layout(program, "cq_matmul_x8_exact");
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cqx8_matmul"); // one token: a batch of one, stride 0
+  EXPECT_EQ(calls[0].kernel, "cq_matmul_x8_exact"); // one token: a batch of one, stride 0
   ASSERT_EQ(calls[0].args.size(), 10u);
   EXPECT_EQ(calls[0].args[8].kind, KernelArg::Kind::I64);
   EXPECT_EQ(calls[0].args[8].value, 0);
   EXPECT_EQ(calls[0].args[9].kind, KernelArg::Kind::I64);
   EXPECT_EQ(calls[0].args[9].value, 1);
-  EXPECT_EQ(calls[1].kernel, "cqx8_matmul");
+  EXPECT_EQ(calls[1].kernel, "cq_matmul_x8_exact");
   EXPECT_EQ(calls[1].args.size(), 8u); // a batch keeps its arguments
   EXPECT_EQ(calls[2].kernel, "cq_matvec");
   EXPECT_EQ(calls[2].args.size(), 8u);
@@ -410,13 +410,13 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   // 2 tiles, more room than the file's, so it reads a copy appended to the weights.
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 2048, 2, 16), cqCall("cq_matmul", 512, 2080, 4, 17)}, 2200);
   const std::vector<uint8_t> before = program.weights;
-  useCqLut16Layout(program, {2, 4}, "cqlut_matmul");
+  useCqLut16Layout(program, {2, 4}, "cq_matmul_lut16_fast");
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cqlut_matmul");
+  EXPECT_EQ(calls[0].kernel, "cq_matmul_lut16_fast");
   ASSERT_EQ(calls[0].args.size(), 10u); // one token: stride 0, n 1
   EXPECT_EQ(calls[0].args[8].value, 0);
   EXPECT_EQ(calls[0].args[9].value, 1);
-  EXPECT_EQ(calls[1].kernel, "cqlut_matmul");
+  EXPECT_EQ(calls[1].kernel, "cq_matmul_lut16_fast");
   EXPECT_EQ(calls[0].args[0].value, 0);
   const std::vector<uint8_t> cq2 = tileCqLut16(before.data(), 16, 1, 2);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin()));
@@ -436,9 +436,9 @@ TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
   // and bytes, a CQ4 one neither.
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 1536, 2, 16), cqCall("cq_matvec", 512, 1568, 4, 16)}, 1600);
   const std::vector<uint8_t> before = program.weights;
-  useCqLut16Layout(program, {2}, "cqlut_exact_matmul");
+  useCqLut16Layout(program, {2}, "cq_matmul_lut16_exact");
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cqlut_exact_matmul");
+  EXPECT_EQ(calls[0].kernel, "cq_matmul_lut16_exact");
   EXPECT_EQ(calls[0].args.size(), 10u);
   EXPECT_EQ(calls[1].kernel, "cq_matvec");
   EXPECT_EQ(calls[1].args.size(), 8u);
@@ -462,16 +462,16 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
                  cqCall("cq_matvec", 5280, 5536, 4, 4), cqCall("cq_matvec", 5544, 6056, 2, 16)},
                 6144);
   const std::vector<uint8_t> before = program.weights;
-  useFastCqLayout(program, useCqLutDwordLayout, "cqlut_matmul_avx512vnni");
-  useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
-  useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
-  useCqX8Layout(program, "cqx8_matmul_avx512");
+  useFastCqLayout(program, useCqLutDwordLayout, "cq_matmul_dword_fast_avx512vnni");
+  useCqLutChunkMajorLayout(program, "cq_matmul_chunkmajor_exact_avx512");
+  useCqLutDwordLayout(program, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
+  useCqX8Layout(program, "cq_matmul_x8_exact_avx512");
   const std::vector<KernelCall> &calls = program.step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_row");
-  EXPECT_EQ(calls[1].kernel, "cqlut_matmul_avx512vnni");
-  EXPECT_EQ(calls[2].kernel, "cq4_exact_dword_matmul_avx512");
-  EXPECT_EQ(calls[3].kernel, "cqx8_matmul_avx512");
-  EXPECT_EQ(calls[4].kernel, "cqlut_matmul_avx512vnni");
+  EXPECT_EQ(calls[1].kernel, "cq_matmul_dword_fast_avx512vnni");
+  EXPECT_EQ(calls[2].kernel, "cq_matmul_dword_exact_avx512");
+  EXPECT_EQ(calls[3].kernel, "cq_matmul_x8_exact_avx512");
+  EXPECT_EQ(calls[4].kernel, "cq_matmul_dword_fast_avx512vnni");
   EXPECT_TRUE(std::equal(before.begin(), before.begin() + 4096, program.weights.begin())) << "cq_row's bytes";
   ASSERT_GE(calls[1].args[0].value, 6144);
   const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
@@ -490,11 +490,11 @@ TEST(WeightLayouts, ExactModeOnAvx512TakesCq2ChunkMajorAndCq4InDwords) {
   KernelProgram program =
       programOf({cqCall("cq_matvec", 0, 2112, 2, 33), cqCall("cq_matvec", 2304, 3328, 4, 16)}, 3392);
   const std::vector<uint8_t> before = program.weights;
-  useCqLutChunkMajorLayout(program, "cq2_exact_chunk_matmul_avx512");
-  useCqLutDwordLayout(program, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
+  useCqLutChunkMajorLayout(program, "cq_matmul_chunkmajor_exact_avx512");
+  useCqLutDwordLayout(program, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cq2_exact_chunk_matmul_avx512");
-  EXPECT_EQ(calls[1].kernel, "cq4_exact_dword_matmul_avx512");
+  EXPECT_EQ(calls[0].kernel, "cq_matmul_chunkmajor_exact_avx512");
+  EXPECT_EQ(calls[1].kernel, "cq_matmul_dword_exact_avx512");
   const std::vector<uint8_t> cq2 = tileCqLutChunkMajor(before.data(), 33, 1, 2);
   EXPECT_TRUE(std::equal(cq2.begin(), cq2.end(), program.weights.begin() + calls[0].args[0].value));
   const std::vector<uint8_t> norms = chunkMajorNorms(before.data() + 2112, 33, 1);
@@ -509,17 +509,17 @@ TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
   KernelProgram program =
       programOf({cqCall("cq_matvec", 0, 8192, 4, 64), cqCall("cq_matvec", 4096, 8320, 4, 63)}, 8448);
   const std::vector<uint8_t> before = program.weights;
-  useCqLutDwordLayout(program, {4}, "cqlut_matmul_avx512vnni", kFastCq4Rows);
+  useCqLutDwordLayout(program, {4}, "cq_matmul_dword_fast_avx512vnni", kFastCq4Rows);
   const std::vector<KernelCall> &calls = program.step[0].calls;
-  EXPECT_EQ(calls[0].kernel, "cqlut_matmul_avx512vnni");
+  EXPECT_EQ(calls[0].kernel, "cq_matmul_dword_fast_avx512vnni");
   const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
   EXPECT_TRUE(std::equal(wide.begin(), wide.end(), program.weights.begin()));
   EXPECT_EQ(calls[1].kernel, "cq_matvec");
   EXPECT_TRUE(std::equal(before.begin() + 4096, before.begin() + 8192, program.weights.begin() + 4096));
 
   KernelProgram tiles = programOf({cqCall("cq_matvec", 0, 2048, 4, 32), cqCall("cq_matvec", 2112, 3200, 4, 17)}, 3264);
-  useCqLutDwordLayout(tiles, {4}, "cq4_exact_dword_matmul_avx512", kWholeCqLutTiles);
-  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cq4_exact_dword_matmul_avx512");
+  useCqLutDwordLayout(tiles, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
+  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cq_matmul_dword_exact_avx512");
   EXPECT_EQ(tiles.step[0].calls[1].kernel, "cq_matvec");
 }
 

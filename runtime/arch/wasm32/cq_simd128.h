@@ -9,7 +9,7 @@ namespace needle_rt {
 
 // The fast mode's kernels with wasm simd128. Their own target attribute lets the runtime compile
 // for wasm32 without -msimd128: the object backend calls them only when the target has simd128
-// (codegen/Select), and C++ compiled with -msimd128 reaches them through the #if in cqlut_matmul.
+// (codegen/Select), and C++ compiled with -msimd128 reaches them through the #if in cq_matmul_lut16_fast.
 
 /// CqLutNeon's sums with simd128: per 16 bytes of a chunk, two 16-entry lookups (i8x16.swizzle),
 /// widened to 16 bits and added per row (at most 16,256 in magnitude, as NEON's); per group, the sums to float times
@@ -62,10 +62,10 @@ struct CqLutSimd128 : CqLutScalarTables {
   }
 };
 
-/// cqlut_matmul with simd128 (bits 2 or 4).
-NEEDLE_RT_SIMD128 inline void cqlut_matmul_simd128(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                                   int64_t stride, int64_t n) {
+/// cq_matmul_lut16_fast with simd128 (bits 2 or 4).
+NEEDLE_RT_SIMD128 inline void cq_matmul_lut16_fast_simd128(const uint8_t *packed, const uint16_t *norms,
+                                                           const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutSimd128>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 

@@ -116,7 +116,7 @@ NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint1
   return acc;
 }
 
-/// cqx8_matmul for one token on a row kernel `Rows`: block by block, kernel.at_block(x, count)
+/// cq_matmul_x8_exact for one token on a row kernel `Rows`: block by block, kernel.at_block(x, count)
 /// (the block's inputs), then kernel.rows8 adding 8 rows' sums over the block into y (reduced at
 /// once), and kernel.row returning the sum of each row left over.
 template <typename Rows>
@@ -154,7 +154,7 @@ struct Cq4RowsAvx2 {
   }
 };
 
-/// cqx8_matmul_avx2 for one token.
+/// cq_matmul_x8_exact_avx2 for one token.
 NEEDLE_RT_AVX2 inline void cqx8_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                             int64_t rows, int64_t groups, const float *x_rot, float *y) {
   Cq4RowsAvx2 kernel{cq4x8_planes(codebook)};
@@ -215,7 +215,7 @@ NEEDLE_RT_AVX2 inline void cqx8_tokens_avx2(const uint8_t *packed, const uint16_
 using CqLayoutMatvec = void (*)(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
                                 int64_t groups, const float *x_rot, float *y);
 
-/// cqx8_matmul with AVX2, FMA and F16C (bits 4), one token alone on `matvec`: runs of 4 tokens,
+/// cq_matmul_x8_exact with AVX2, FMA and F16C (bits 4), one token alone on `matvec`: runs of 4 tokens,
 /// then one of 2 as needed.
 NEEDLE_RT_AVX2 inline void cqx8_matmul_with(CqLayoutMatvec matvec, const uint8_t *packed, const uint16_t *norms,
                                             const float *codebook, int64_t rows, int64_t cols, const float *x_rot,
@@ -230,10 +230,10 @@ NEEDLE_RT_AVX2 inline void cqx8_matmul_with(CqLayoutMatvec matvec, const uint8_t
   });
 }
 
-/// cqx8_matmul with AVX2, FMA and F16C (bits 4).
-NEEDLE_RT_AVX2 inline void cqx8_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                            int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                            int64_t stride, int64_t n) {
+/// cq_matmul_x8_exact with AVX2, FMA and F16C (bits 4).
+NEEDLE_RT_AVX2 inline void cq_matmul_x8_exact_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                                                   int /*bits*/, int64_t rows, int64_t cols, const float *x_rot,
+                                                   float *y, int64_t stride, int64_t n) {
   cqx8_matmul_with(cqx8_matvec_avx2, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
 
@@ -383,10 +383,10 @@ struct CqLutAvx2 : CqLutAvx2Tables {
   }
 };
 
-/// cqlut_matmul with AVX2, FMA and F16C (bits 2 or 4).
-NEEDLE_RT_AVX2 inline void cqlut_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                             int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                             int64_t stride, int64_t n) {
+/// cq_matmul_lut16_fast with AVX2, FMA and F16C (bits 2 or 4).
+NEEDLE_RT_AVX2 inline void cq_matmul_lut16_fast_avx2(const uint8_t *packed, const uint16_t *norms,
+                                                     const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                     const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutAvx2>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
@@ -494,7 +494,7 @@ NEEDLE_RT_AVX2 inline void cq2_exact_rows8_avx2(const uint8_t *tile, const uint1
     _mm256_storeu_ps(out[j] + 8 * half, acc[j]);
 }
 
-/// cqlut_exact_matmul_avx2 for one CQ2 token, on the pair tables: block by block, the tables of
+/// cq_matmul_lut16_exact_avx2 for one CQ2 token, on the pair tables: block by block, the tables of
 /// the block's groups (16 KB), then every tile's sums over them.
 NEEDLE_RT_AVX2 inline void cq2_exact_matvec_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                                  int64_t rows, int64_t groups, const float *x_rot, float *y) {
@@ -512,7 +512,7 @@ NEEDLE_RT_AVX2 inline void cq2_exact_matvec_avx2(const uint8_t *packed, const ui
       });
 }
 
-/// cqlut_exact_matmul_avx2 for kTokens CQ2 tokens (token j's x_rot and y j·stride floats after
+/// cq_matmul_lut16_exact_avx2 for kTokens CQ2 tokens (token j's x_rot and y j·stride floats after
 /// token 0's), decoded and multiplied: each tile's rows 8 at a time, each column's weights decoded
 /// once for all the tokens, whose inputs in a block (2 KB each) stay in L1.
 template <int kTokens>
@@ -528,7 +528,7 @@ NEEDLE_RT_AVX2 inline void cq2_exact_tokens_avx2(const uint8_t *packed, const ui
       });
 }
 
-/// cqlut_exact_matmul with AVX2, FMA and F16C, one token alone on `matvec`. CQ2: runs of 8
+/// cq_matmul_lut16_exact with AVX2, FMA and F16C, one token alone on `matvec`. CQ2: runs of 8
 /// tokens decoded and multiplied, then one of 4 and of 2 as needed (8 sums and a decoded column
 /// fit the 16 registers; a decoded column serves every token of its run); CQ4, which needlec lays
 /// as CqX8 instead, in plain C++.
@@ -546,10 +546,10 @@ NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(CqLayoutMatvec matvec, const 
   });
 }
 
-/// cqlut_exact_matmul with AVX2, FMA and F16C: a token alone on the pair tables' byte planes.
-NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_avx2(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                   int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                                   int64_t stride, int64_t n) {
+/// cq_matmul_lut16_exact with AVX2, FMA and F16C: a token alone on the pair tables' byte planes.
+NEEDLE_RT_AVX2 inline void cq_matmul_lut16_exact_avx2(const uint8_t *packed, const uint16_t *norms,
+                                                      const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                      const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqlut_exact_matmul_with(cq2_exact_matvec_avx2, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 

@@ -10,7 +10,7 @@ namespace needle_rt {
 // The exact mode's CQ2 with AVX-512 (F): a pair's 16 float entries fill one register, and one
 // vpermps looks them up for 16 rows. Their own target attribute, as the AVX2 kernels': the object
 // backend calls them only for a CPU with AVX-512F (and AVX2, FMA and F16C); C++ built for one
-// reaches the CqLut16 ones through the #if in cqlut_exact_matmul (the CqLutDword one is the
+// reaches the CqLut16 ones through the #if in cq_matmul_lut16_exact (the CqLutDword one is the
 // object's alone: the C++ backend lays CQ2 as CqLut16). The zero-masking intrinsics with a full mask
 // (the same instructions) stand in for the plain ones, whose GCC 12 definitions start from an
 // "undefined" register that -Wmaybe-uninitialized reports in every caller (GCC bug 105593).
@@ -78,7 +78,7 @@ NEEDLE_RT_AVX512 inline void cq2_exact_tile_avx512(const uint8_t *tile, const ui
   _mm512_storeu_ps(out, rows);
 }
 
-/// cqlut_exact_matmul_avx512 for one CQ2 token (CqLut16): block by block, the pair tables of the
+/// cq_matmul_lut16_exact_avx512 for one CQ2 token (CqLut16): block by block, the pair tables of the
 /// block's groups (16 KB), then every tile's sums over them (cq2_exact_tile_avx512).
 NEEDLE_RT_AVX512 inline void cq2_exact_matvec_avx512(const uint8_t *packed, const uint16_t *norms,
                                                      const float *codebook, int64_t rows, int64_t groups,
@@ -109,12 +109,12 @@ template <bool kInside> NEEDLE_RT_AVX512 inline __m512i dword_codes_avx512(const
   return codes;
 }
 
-/// cqlut_exact_matmul with AVX-512F (and AVX2, FMA, F16C): CQ2 as cqlut_exact_matmul_avx2's, a
+/// cq_matmul_lut16_exact with AVX-512F (and AVX2, FMA, F16C): CQ2 as cq_matmul_lut16_exact_avx2's, a
 /// token alone on cq2_exact_matvec_avx512; CQ4, which needlec lays as CqLutDword for
-/// cq4_exact_dword_matmul_avx512 instead, in plain C++.
-NEEDLE_RT_AVX512 inline void cqlut_exact_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                       const float *codebook, int bits, int64_t rows, int64_t cols,
-                                                       const float *x_rot, float *y, int64_t stride, int64_t n) {
+/// cq_matmul_dword_exact_avx512 instead, in plain C++.
+NEEDLE_RT_AVX512 inline void cq_matmul_lut16_exact_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                          const float *codebook, int bits, int64_t rows, int64_t cols,
+                                                          const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqlut_exact_matmul_with(cq2_exact_matvec_avx512, packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
@@ -181,7 +181,7 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_tile_avx512(const uint8_t *tile, co
     _mm512_storeu_ps(out[j], rows[j]);
 }
 
-/// kTokens tokens of cq4_exact_dword_matmul_avx512: every tile's sums over each block, its
+/// kTokens tokens of cq_matmul_dword_exact_avx512: every tile's sums over each block, its
 /// weights read once for the tokens.
 template <int kTokens>
 NEEDLE_RT_AVX512 inline void cq4_exact_dword_tokens_avx512(const uint8_t *packed, const uint16_t *norms,
@@ -197,11 +197,11 @@ NEEDLE_RT_AVX512 inline void cq4_exact_dword_tokens_avx512(const uint8_t *packed
 }
 
 /// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512F on CqLutDword (the object
-/// backend's, where the CPU has AVX-512F: cqlut_matmul's signature), in runs of up to 4 tokens on
+/// backend's, where the CPU has AVX-512F: cq_matmul_lut16_fast's signature), in runs of up to 4 tokens on
 /// the codebook.
-NEEDLE_RT_AVX512 inline void cq4_exact_dword_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                           const float *codebook, int, int64_t rows, int64_t cols,
-                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
+NEEDLE_RT_AVX512 inline void cq_matmul_dword_exact_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                          const float *codebook, int, int64_t rows, int64_t cols,
+                                                          const float *x_rot, float *y, int64_t stride, int64_t n) {
   token_runs<4>(n, [&](auto tokens, int64_t j) {
     cq4_exact_dword_tokens_avx512<tokens>(packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride,
                                           y + j * stride, stride);
@@ -368,11 +368,12 @@ NEEDLE_RT_AVX512 inline void cq2_chunk_major_matvec(const uint8_t *packed, const
 }
 
 /// The exact mode's needle.cq_matmul of a CQ2 matrix with AVX-512F on CqLutChunkMajor (the object
-/// backend's, where the CPU has AVX-512F but not VBMI and VNNI: cqlut_matmul's signature), token
+/// backend's, where the CPU has AVX-512F but not VBMI and VNNI: cq_matmul_lut16_fast's signature), token
 /// by token on int32 pair tables.
-NEEDLE_RT_AVX512 inline void cq2_exact_chunk_matmul_avx512(const uint8_t *packed, const uint16_t *norms,
-                                                           const float *codebook, int, int64_t rows, int64_t cols,
-                                                           const float *x_rot, float *y, int64_t stride, int64_t n) {
+NEEDLE_RT_AVX512 inline void cq_matmul_chunkmajor_exact_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                               const float *codebook, int, int64_t rows, int64_t cols,
+                                                               const float *x_rot, float *y, int64_t stride,
+                                                               int64_t n) {
   for (int64_t j = 0; j < n; ++j)
     cq2_chunk_major_matvec<Cq2FixedTables, cq2_fixed_tables_avx512, cq2_fixed_chunk_tiles_avx512>(
         packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
@@ -426,7 +427,7 @@ struct Cq4RowsAvx512 {
   }
 };
 
-/// cqx8_matmul_avx512 for one token.
+/// cq_matmul_x8_exact_avx512 for one token.
 NEEDLE_RT_AVX512 inline void cqx8_matvec_avx512(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                                 int64_t rows, int64_t groups, const float *x_rot, float *y) {
   Cq4RowsAvx512 kernel;
@@ -434,11 +435,11 @@ NEEDLE_RT_AVX512 inline void cqx8_matvec_avx512(const uint8_t *packed, const uin
   cqx8_matvec_on(kernel, packed, norms, rows, groups, x_rot, y);
 }
 
-/// cqx8_matmul with AVX-512F (and AVX2, FMA, F16C): a token alone on cqx8_matvec_avx512, batches
-/// as cqx8_matmul_avx2's.
-NEEDLE_RT_AVX512 inline void cqx8_matmul_avx512(const uint8_t *packed, const uint16_t *norms, const float *codebook,
-                                                int /*bits*/, int64_t rows, int64_t cols, const float *x_rot, float *y,
-                                                int64_t stride, int64_t n) {
+/// cq_matmul_x8_exact with AVX-512F (and AVX2, FMA, F16C): a token alone on cqx8_matvec_avx512, batches
+/// as cq_matmul_x8_exact_avx2's.
+NEEDLE_RT_AVX512 inline void cq_matmul_x8_exact_avx512(const uint8_t *packed, const uint16_t *norms,
+                                                       const float *codebook, int /*bits*/, int64_t rows, int64_t cols,
+                                                       const float *x_rot, float *y, int64_t stride, int64_t n) {
   cqx8_matmul_with(cqx8_matvec_avx512, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
 

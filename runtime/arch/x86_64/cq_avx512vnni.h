@@ -9,7 +9,7 @@ namespace needle_rt {
 
 // The fast mode with AVX-512 VBMI and VNNI, on the CqLutDword layout: vpermb looks up each byte
 // in its own unit's table, and vpdpbusd adds a row's 4 entries into its 32-bit lane. The object
-// backend lays the weights so and calls cqlut_matmul_avx512vnni for a CPU with both (Ice Lake,
+// backend lays the weights so and calls cq_matmul_dword_fast_avx512vnni for a CPU with both (Ice Lake,
 // Sapphire Rapids, Zen 4); the C++ backend lays CqLut16 for every build, so it keeps the AVX2
 // kernel.
 
@@ -67,10 +67,11 @@ struct CqLutAvx512Vnni : CqLutAvx2Tables {
   }
 };
 
-/// cqlut_matmul with AVX-512 VBMI and VNNI (bits 2 or 4), on a matrix in the CqLutDword layout.
-NEEDLE_RT_AVX512_VNNI inline void cqlut_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
-                                                          const float *codebook, int bits, int64_t rows, int64_t cols,
-                                                          const float *x_rot, float *y, int64_t stride, int64_t n) {
+/// cq_matmul_lut16_fast with AVX-512 VBMI and VNNI (bits 2 or 4), on a matrix in the CqLutDword layout.
+NEEDLE_RT_AVX512_VNNI inline void cq_matmul_dword_fast_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                                  const float *codebook, int bits, int64_t rows,
+                                                                  int64_t cols, const float *x_rot, float *y,
+                                                                  int64_t stride, int64_t n) {
   cqlut_matmul_on<CqLutAvx512Vnni>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
@@ -176,12 +177,12 @@ NEEDLE_RT_AVX512_VNNI inline void cq2_plane_chunk_tiles_avx512vnni(const uint8_t
 }
 
 /// The exact mode's needle.cq_matmul of a CQ2 matrix with AVX-512 VBMI and VNNI on
-/// CqLutChunkMajor (the object backend's, where the CPU has them: cqlut_matmul's signature), token
-/// by token on byte planes of the pair tables: cq2_exact_chunk_matmul_avx512's floats, bit for bit.
-NEEDLE_RT_AVX512_VNNI inline void cq2_exact_chunk_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
-                                                                    const float *codebook, int, int64_t rows,
-                                                                    int64_t cols, const float *x_rot, float *y,
-                                                                    int64_t stride, int64_t n) {
+/// CqLutChunkMajor (the object backend's, where the CPU has them: cq_matmul_lut16_fast's signature), token
+/// by token on byte planes of the pair tables: cq_matmul_chunkmajor_exact_avx512's floats, bit for bit.
+NEEDLE_RT_AVX512_VNNI inline void cq_matmul_chunkmajor_exact_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                                        const float *codebook, int, int64_t rows,
+                                                                        int64_t cols, const float *x_rot, float *y,
+                                                                        int64_t stride, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
     cq2_chunk_major_matvec<CqPlaneTables<2>, cq2_plane_tables_avx512vnni, cq2_plane_chunk_tiles_avx512vnni>(
         packed, norms, codebook, rows, cq_groups(cols), x_rot + j * stride, y + j * stride);
@@ -275,7 +276,7 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matvec_avx512vnni(const uint8_t *pac
 }
 
 /// Every token of a CQ4 matrix on CqLutDword on byte planes (cq4_plane_matvec_avx512vnni), in
-/// cqlut_matmul's signature: what cq4_exact_dword_matmul_avx512vnni does with a token alone on a
+/// cq_matmul_lut16_fast's signature: what cq_matmul_dword_exact_avx512vnni does with a token alone on a
 /// matrix of kCq4PlaneTiles tiles or more, for any shape (the tests').
 NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
                                                               const float *codebook, int, int64_t rows, int64_t cols,
@@ -291,18 +292,18 @@ NEEDLE_RT_AVX512_VNNI inline void cq4_plane_matmul_avx512vnni(const uint8_t *pac
 constexpr int64_t kCq4PlaneTiles = 64;
 
 /// The exact mode's needle.cq_matmul of a CQ4 matrix with AVX-512 VBMI and VNNI on CqLutDword (the
-/// object backend's, where the CPU has them: cqlut_matmul's signature): a token alone on a matrix
+/// object backend's, where the CPU has them: cq_matmul_lut16_fast's signature): a token alone on a matrix
 /// of kCq4PlaneTiles tiles or more on byte planes of the codebook's tables in fixed point
 /// (cq4_plane_matvec_avx512vnni); other matrices, and runs of tokens, on
-/// cq4_exact_dword_matmul_avx512, which reads the weights once per 4 tokens.
-NEEDLE_RT_AVX512_VNNI inline void cq4_exact_dword_matmul_avx512vnni(const uint8_t *packed, const uint16_t *norms,
-                                                                    const float *codebook, int bits, int64_t rows,
-                                                                    int64_t cols, const float *x_rot, float *y,
-                                                                    int64_t stride, int64_t n) {
+/// cq_matmul_dword_exact_avx512, which reads the weights once per 4 tokens.
+NEEDLE_RT_AVX512_VNNI inline void cq_matmul_dword_exact_avx512vnni(const uint8_t *packed, const uint16_t *norms,
+                                                                   const float *codebook, int bits, int64_t rows,
+                                                                   int64_t cols, const float *x_rot, float *y,
+                                                                   int64_t stride, int64_t n) {
   if (n == 1 && CqLut16::tiles(rows) >= kCq4PlaneTiles)
     cq4_plane_matvec_avx512vnni(packed, norms, codebook, rows, cq_groups(cols), x_rot, y);
   else
-    cq4_exact_dword_matmul_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+    cq_matmul_dword_exact_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 }
 
 } // namespace needle_rt
