@@ -1,0 +1,58 @@
+// The runtime's kernels of the causal taps (runtime/kernels/taps.h), against the reference (RuntimeTestSupport.h says
+// how).
+#include "RuntimeTestSupport.h"
+
+#include "Quant/Cq.h"
+#include "Reference/Block.h"
+#include "Reference/Heads.h"
+#include "Reference/Kernels.h"
+#include "Support/Half.h"
+#include "codegen/Select/WeightLayouts.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <tuple>
+
+using namespace needle;
+using namespace needle::runtime_test;
+namespace ref = needle::reference;
+
+namespace {
+
+void checkTaps(int64_t count, int64_t stride, bool inPlace) {
+  const int64_t n = 24, positions = 3 * stride * count + 5;
+  const std::string tag =
+      "taps count=" + std::to_string(count) + " stride=" + std::to_string(stride) + (inPlace ? " in place" : "");
+  const Vec taps = normals(tag + " w", count * n);
+  Vec ring(needle_rt::taps_state_floats(n, count, stride), 1e30f); // stale contents must never be read
+  std::deque<Vec> history;
+  for (int64_t t = 0; t < positions; ++t) {
+    const Vec x = normals(tag + " x" + std::to_string(t), n);
+    const Vec want = ref::applyTaps(x, history, taps, count, stride);
+    ref::remember(history, x, static_cast<size_t>(stride * (count - 1)));
+    Vec got(n);
+    if (inPlace) {
+      got = x;
+      needle_rt::causal_taps(got.data(), n, taps.data(), count, stride, ring.data(), t, got.data());
+    } else {
+      needle_rt::causal_taps(x.data(), n, taps.data(), count, stride, ring.data(), t, got.data());
+    }
+    expectClose(got, want, 1e-5, tag + " t=" + std::to_string(t));
+  }
+}
+
+TEST(RuntimeTaps, CausalTapsStride1Count3) { checkTaps(3, 1, false); }
+TEST(RuntimeTaps, CausalTapsStride3Count4) { checkTaps(4, 3, false); } // engram value taps, δ = 3
+TEST(RuntimeTaps, CausalTapsInPlace) {
+  checkTaps(3, 1, true);
+  checkTaps(4, 2, true);
+}
+TEST(RuntimeTaps, CausalTapsCount1And2) {
+  checkTaps(1, 1, false);
+  checkTaps(2, 1, false);
+  checkTaps(2, 3, true);
+}
+
+} // namespace
