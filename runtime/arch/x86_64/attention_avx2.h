@@ -27,9 +27,8 @@ struct F32x8 {
   NEEDLE_RT_AVX2 static void store(float *p, const Vector &v, int64_t live) {
     _mm256_maskstore_ps(p, avx2_first_lanes(live), v);
   }
-  NEEDLE_RT_AVX2 static void fma(Vector &acc, float scalar, const Vector &v) {
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(scalar), v, acc);
-  }
+  NEEDLE_RT_AVX2 static void broadcast(Vector &v, float scalar) { v = _mm256_set1_ps(scalar); }
+  NEEDLE_RT_AVX2 static void fma(Vector &acc, const Vector &a, const Vector &b) { acc = _mm256_fmadd_ps(a, b, acc); }
   NEEDLE_RT_AVX2 static void scaled_store(float *p, const Vector &v, float factor) {
     _mm256_storeu_ps(p, _mm256_mul_ps(v, _mm256_set1_ps(factor)));
   }
@@ -77,16 +76,28 @@ struct AttentionAvx2 {
   NEEDLE_RT_AVX2 static float softmax(float *scores, int64_t count, float scale) {
     return attention_softmax_avx2(scores, count, scale);
   }
+  template <int kHeads, int kVectors, bool kMasked = false>
+  NEEDLE_RT_AVX2 static void score_block(const float *q, int64_t dqk, const float *k, int64_t capacity, float *scores,
+                                         int64_t stride, int64_t live = width) {
+    attention_score_block_x86<F32x8, kHeads, kVectors, kMasked>(q, dqk, k, capacity, scores, stride, live);
+  }
+  template <int kHeads, int kVectors>
+  NEEDLE_RT_AVX2 static void value_block(const float *scores, int64_t count, const float *v, int64_t v_width,
+                                         int64_t first_slot, int64_t capacity, const float *inv_sum, int64_t dv,
+                                         float *out) {
+    attention_value_block_x86<F32x8, kHeads, kVectors>(scores, count, v, v_width, first_slot, capacity, inv_sum, dv,
+                                                       out);
+  }
   template <int kHeads>
   NEEDLE_RT_AVX2 static void scores(const float *q, int64_t dqk, const float *k, int64_t capacity, int64_t slots,
                                     float *scores, int64_t stride) {
-    attention_scores_x86<F32x8, kHeads>(q, dqk, k, capacity, slots, scores, stride);
+    attention_scores_x86<AttentionAvx2, kHeads>(q, dqk, k, capacity, slots, scores, stride);
   }
   template <int kHeads>
   NEEDLE_RT_AVX2 static void values(const float *scores, int64_t count, const float *v, int64_t v_width,
                                     int64_t first_slot, int64_t capacity, const float *inv_sum, int64_t dv,
                                     float *out) {
-    attention_values_x86<F32x8, kHeads>(scores, count, v, v_width, first_slot, capacity, inv_sum, dv, out);
+    attention_values_x86<AttentionAvx2, kHeads>(scores, count, v, v_width, first_slot, capacity, inv_sum, dv, out);
   }
 };
 

@@ -13,8 +13,8 @@ namespace needle_rt {
 // per output), fused, so every width gives the same floats.
 //
 // The blocks are written once over V, an instruction set's vector operations (F32x8 for AVX2 and
-// FMA, F32x16 for AVX-512F): V::Vector of V::width floats; load, store (of the first `live`
-// lanes when given), fma (acc += scalar · v) and scaled_store. The operations take vectors by
+// FMA, F32x16 for AVX-512F): V::Vector of V::width floats; broadcast, load, store (of the
+// first `live` lanes when given), fma (acc += a · b) and scaled_store. The operations take vectors by
 // reference: these blocks carry no target attribute (they are inlined into each instruction
 // set's kernel, which carries it), and a vector passed by value through a function without AVX
 // changes the ABI.
@@ -25,10 +25,13 @@ NEEDLE_RT_INLINE_INTO_CALLER void outer_fma_x86(typename V::Vector (&acc)[kHeads
                                                 const typename V::Vector (&vectors)[kVectors], const float *b,
                                                 int64_t b_stride) {
 #pragma GCC unroll 8
-  for (int h = 0; h < kHeads; ++h)
+  for (int h = 0; h < kHeads; ++h) {
+    typename V::Vector scalar;
+    V::broadcast(scalar, b[h * b_stride]);
 #pragma GCC unroll 8
     for (int j = 0; j < kVectors; ++j)
-      V::fma(acc[h][j], b[h * b_stride], vectors[j]);
+      V::fma(acc[h][j], scalar, vectors[j]);
+  }
 }
 
 /// The scores of kHeads query heads (q: head after head, dqk each) for V::width·kVectors
@@ -84,36 +87,40 @@ NEEDLE_RT_INLINE_INTO_CALLER void attention_value_block_x86(const float *scores,
       V::scaled_store(out + h * dv + V::width * j, acc[h][j], inv_sum[h]);
 }
 
-/// The scores of kHeads query heads for `slots` consecutive slots from k (as above): blocks of
-/// 4 vectors, then of one, then a masked one.
-template <typename V, int kHeads>
+/// The scores of kHeads query heads for `slots` consecutive slots from k (as above), by Blocks'
+/// score blocks (attention_score_block_x86 with its target attribute): of 4 vectors, then of
+/// one, then a masked one.
+template <typename Blocks, int kHeads>
 NEEDLE_RT_INLINE_INTO_CALLER void attention_scores_x86(const float *q, int64_t dqk, const float *k, int64_t capacity,
                                                        int64_t slots, float *scores, int64_t stride) {
+  constexpr int64_t width = Blocks::width;
   int64_t i = 0;
-  for (; i + 4 * V::width <= slots; i += 4 * V::width)
-    attention_score_block_x86<V, kHeads, 4>(q, dqk, k + i, capacity, scores + i, stride);
-  for (; i + V::width <= slots; i += V::width)
-    attention_score_block_x86<V, kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
+  for (; i + 4 * width <= slots; i += 4 * width)
+    Blocks::template score_block<kHeads, 4>(q, dqk, k + i, capacity, scores + i, stride);
+  for (; i + width <= slots; i += width)
+    Blocks::template score_block<kHeads, 1>(q, dqk, k + i, capacity, scores + i, stride);
   if (i < slots)
-    attention_score_block_x86<V, kHeads, 1, true>(q, dqk, k + i, capacity, scores + i, stride, slots - i);
+    Blocks::template score_block<kHeads, 1, true>(q, dqk, k + i, capacity, scores + i, stride, slots - i);
 }
 
-/// The weighted values of kHeads query heads for all dv (a multiple of V::width): blocks of 4
-/// vectors, then of one.
-template <typename V, int kHeads>
+/// The weighted values of kHeads query heads for all dv (a multiple of Blocks::width), by Blocks'
+/// value blocks: of 4 vectors, then of one.
+template <typename Blocks, int kHeads>
 NEEDLE_RT_INLINE_INTO_CALLER void attention_values_x86(const float *scores, int64_t count, const float *v,
                                                        int64_t v_width, int64_t first_slot, int64_t capacity,
                                                        const float *inv_sum, int64_t dv, float *out) {
+  constexpr int64_t width = Blocks::width;
   int64_t e = 0;
-  for (; e + 4 * V::width <= dv; e += 4 * V::width)
-    attention_value_block_x86<V, kHeads, 4>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
-  for (; e < dv; e += V::width)
-    attention_value_block_x86<V, kHeads, 1>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
+  for (; e + 4 * width <= dv; e += 4 * width)
+    Blocks::template value_block<kHeads, 4>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
+  for (; e < dv; e += width)
+    Blocks::template value_block<kHeads, 1>(scores, count, v + e, v_width, first_slot, capacity, inv_sum, dv, out + e);
 }
 
 /// attention_read for kHeads query heads of one kv head (q and out at the first head's; k and
 /// v at the kv head's keys and values) on Blocks (AttentionAvx2, AttentionAvx512: an instruction
-/// set's scores, softmax and values, each carrying its target attribute); dv is a multiple of
+/// set's blocks, scores, softmax and values, each carrying its target attribute: the blocks are
+/// functions of their own, so each keeps its accumulators in registers); dv is a multiple of
 /// Blocks::width.
 template <typename Blocks, int kHeads>
 NEEDLE_RT_AVX2 inline void attention_heads_x86(const float *q, int64_t dqk, int64_t dv, int64_t v_width,
