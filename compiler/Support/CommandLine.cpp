@@ -1,6 +1,7 @@
 #include "Support/CommandLine.h"
 
 #include "Support/Error.h"
+#include "Support/Files.h"
 #include "Support/Version.h"
 
 #include <algorithm>
@@ -123,7 +124,10 @@ int runTool(const char *tool, int (*body)(int, char **), int argc, char **argv) 
   // the default action of SIGXFSZ killing the tool mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
   try {
-    return body(argc, argv);
+    guardStandardStreams();
+    const int status = body(argc, argv);
+    finishStdout();
+    return status;
   } catch (const Error &e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what()); // already one line
   } catch (const std::bad_alloc &) {

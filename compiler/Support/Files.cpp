@@ -6,6 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -19,6 +23,59 @@ bool isSpecial(const fs::path &path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   return !ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status);
+}
+
+/// A file this run has read: its device and inode (so every name of it is recognised: hard
+/// links, symlinks, `/proc/self/fd` links), and the path it was read by.
+struct FileRead {
+  dev_t device;
+  ino_t inode;
+  std::string path;
+};
+
+std::mutex filesReadMutex;
+std::vector<FileRead> filesRead;
+
+void noteRead(std::FILE *file, const fs::path &path) {
+  struct stat st{};
+  if (::fstat(::fileno(file), &st) != 0)
+    return;
+  const std::lock_guard<std::mutex> lock(filesReadMutex);
+  for (const FileRead &read : filesRead)
+    if (read.device == st.st_dev && read.inode == st.st_ino)
+      return; // noted once: a harness that reads one scratch file a million times keeps one entry
+  filesRead.push_back({st.st_dev, st.st_ino, path.string()});
+}
+
+/// The path this run read the file `path` leads to by, if it read it.
+std::optional<std::string> readAs(const fs::path &path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0)
+    return std::nullopt;
+  const std::lock_guard<std::mutex> lock(filesReadMutex);
+  for (const FileRead &read : filesRead)
+    if (read.device == st.st_dev && read.inode == st.st_ino)
+      return read.path;
+  return std::nullopt;
+}
+
+/// Whether `path` lies under /proc or /dev, where a link names a descriptor or a device.
+bool underDescriptorRoots(const fs::path &path) {
+  const std::string text = fs::absolute(path).lexically_normal().string();
+  return text.rfind("/proc/", 0) == 0 || text.rfind("/dev/", 0) == 0;
+}
+
+/// Follows `path`'s symlinks (at most 40, as the kernel does) to the path they lead to; stops at a
+/// link under /proc or /dev, which names a descriptor or device rather than a path.
+fs::path followLinks(fs::path path) {
+  std::error_code ec;
+  for (int hop = 0; hop < 40 && !underDescriptorRoots(path) && fs::is_symlink(path, ec); ++hop) {
+    const fs::path target = fs::read_symlink(path, ec);
+    if (ec)
+      break;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return path;
 }
 
 std::string replaceAll(std::string text, const std::string &from, const std::string &to) {
@@ -39,6 +96,7 @@ std::vector<uint8_t> readFile(const fs::path &path, uint64_t maxBytes) {
   std::FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  noteRead(file, path);
   const uint64_t size = fs::file_size(path, ec);
   if (!ec && size > maxBytes) {
     std::fclose(file);
@@ -73,27 +131,42 @@ void checkNotInput(const fs::path &output, const fs::path &input, std::string_vi
     fail("{} {}: is the input {}; write the output to another path", flag, output.string(), input.string());
 }
 
-PendingOutput::PendingOutput(fs::path path, Kind kind) : path_(std::move(path)), kind_(kind) {
+bool writesThrough(const fs::path &path) {
+  const fs::path target = followLinks(path);
+  return underDescriptorRoots(target) || isSpecial(target);
+}
+
+void checkNotRead(const fs::path &output, std::string_view flag) {
+  if (const std::optional<std::string> input = readAs(output))
+    fail("{} {}: is the input {}; write the output to another path", flag, output.string(), *input);
+}
+
+PendingOutput::PendingOutput(fs::path path, Kind kind, std::string flag)
+    : path_(std::move(path)), flag_(std::move(flag)), kind_(kind) {
   if (path_.empty())
     fail("no output path given (-o)");
   std::error_code ec;
-  if (isSpecial(path_)) {
+  checkNotRead(path_, flag_);
+  if (writesThrough(path_)) {
     if (kind_ == Kind::Directory)
       fail("{}: exists and is not a directory", path_.string());
-    staging_ = path_; // replacing a device or FIFO would destroy it: write through instead
+    // Replacing a device, a FIFO or a descriptor's link would destroy it, or write where the
+    // caller's descriptor does not look: write through instead.
+    staging_ = target_ = path_;
     writeThrough_ = true;
     return;
   }
-  if (kind_ == Kind::File && fs::is_directory(path_, ec))
+  target_ = followLinks(path_); // through a symlink: the file it names is replaced, the link stays
+  if (kind_ == Kind::File && fs::is_directory(target_, ec))
     fail("{}: is a directory; name a file to write", path_.string());
-  if (kind_ == Kind::Directory && fs::exists(path_, ec) && !fs::is_directory(path_, ec))
+  if (kind_ == Kind::Directory && fs::exists(target_, ec) && !fs::is_directory(target_, ec))
     fail("{}: exists and is not a directory", path_.string());
-  fs::path parent = path_.parent_path().empty() ? fs::path(".") : path_.parent_path();
+  fs::path parent = target_.parent_path().empty() ? fs::path(".") : target_.parent_path();
   if (!fs::is_directory(parent, ec))
     fail("{}: the output's directory {} does not exist", path_.string(), parent.string());
   // The pid and a counter keep two outputs of one run, or two runs, from sharing a staging path.
   static std::atomic<unsigned> counter{0};
-  staging_ = parent / fmt::format(".{}.tmp{}.{}", path_.filename().string(), ::getpid(), counter++);
+  staging_ = parent / fmt::format(".{}.tmp{}.{}", target_.filename().string(), ::getpid(), counter++);
   fs::remove_all(staging_, ec);
   if (kind_ == Kind::Directory && !fs::create_directory(staging_, ec))
     fail("{}: cannot create: {}", path_.string(), ec.message());
@@ -120,28 +193,54 @@ void PendingOutput::write(std::string_view text) {
 
 void PendingOutput::commit() {
   std::error_code ec;
+  checkNotRead(path_, flag_); // the run may have read it since the output was staged
   if (writeThrough_) {
     committed_ = true;
     return;
   }
-  if (kind_ == Kind::Directory && fs::is_directory(path_, ec)) {
+  if (kind_ == Kind::Directory && fs::is_directory(target_, ec)) {
     // Into an existing directory: check every name first, so a failure moves nothing.
     for (const auto &entry : fs::directory_iterator(staging_))
-      if (fs::is_directory(path_ / entry.path().filename(), ec))
+      if (fs::is_directory(target_ / entry.path().filename(), ec))
         fail("{}: is a directory; cannot write the file there", (path_ / entry.path().filename()).string());
     for (const auto &entry : fs::directory_iterator(staging_)) {
-      fs::rename(entry.path(), path_ / entry.path().filename(), ec);
+      fs::rename(entry.path(), target_ / entry.path().filename(), ec);
       if (ec)
         fail("{}: cannot write: {}", (path_ / entry.path().filename()).string(), ec.message());
     }
     fs::remove_all(staging_, ec);
     ec.clear();
   } else {
-    fs::rename(staging_, path_, ec);
+    fs::rename(staging_, target_, ec);
   }
   if (ec)
     fail("{}: cannot write: {}", path_.string(), ec.message());
   committed_ = true;
+}
+
+void guardStandardStreams() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF)
+      ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY); // the lowest free descriptor: fd itself
+}
+
+void writeStdout(std::string_view bytes) {
+  errno = 0;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
+    const int error = errno;
+    std::clearerr(stdout);
+    fail("stdout: cannot write: {}", std::strerror(error ? error : EIO));
+  }
+}
+
+void finishStdout() {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (!flushed || std::ferror(stdout)) {
+    std::clearerr(stdout);
+    fail("stdout: cannot write: {}", std::strerror(error ? error : EIO));
+  }
 }
 
 void writeFile(const fs::path &path, std::span<const uint8_t> bytes) {

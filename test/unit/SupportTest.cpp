@@ -1,4 +1,5 @@
 #include "Support/Error.h"
+#include "Support/Files.h"
 #include "Support/Half.h"
 #include "Support/Json.h"
 #include "Support/Limits.h"
@@ -7,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <unistd.h>
 
 using namespace needle;
 
@@ -119,6 +122,53 @@ TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(floatToHalf(0x1p-25f), 0x0000);     // halfway to the smallest subnormal: even
   EXPECT_EQ(floatToHalf(0x1p-25f * 3), 0x0002); // 1.5 units: to even (2)
   EXPECT_EQ(halfToFloat(0x0001), 0x1p-24f);
+}
+
+/// A fresh directory under the system's temporary one, named after the test, removed with it.
+struct ScratchDirectory {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("needle-support-test-" + std::to_string(::getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  ScratchDirectory() { std::filesystem::create_directories(path); }
+  ~ScratchDirectory() { std::filesystem::remove_all(path); }
+};
+
+TEST(Files, WritesThroughDevicesAndDescriptorLinksOnly) {
+  const ScratchDirectory scratch;
+  EXPECT_TRUE(writesThrough("/dev/null"));
+  EXPECT_TRUE(writesThrough("/dev/stdout"));
+  std::filesystem::create_symlink("/proc/self/fd/1", scratch.path / "fd");
+  EXPECT_TRUE(writesThrough(scratch.path / "fd"));
+  writeFile(scratch.path / "file", "x");
+  std::filesystem::create_symlink("file", scratch.path / "link");
+  EXPECT_FALSE(writesThrough(scratch.path / "file"));
+  EXPECT_FALSE(writesThrough(scratch.path / "link"));
+  EXPECT_FALSE(writesThrough(scratch.path / "new"));
+}
+
+TEST(Files, AFileReadIsRefusedAsAnOutputByAnyName) {
+  // Kept to the process's end: the files it reads stay noted, and a later test's new file must
+  // not take the inode of one removed.
+  static const ScratchDirectory scratch;
+  writeFile(scratch.path / "input", "model");
+  std::filesystem::create_hard_link(scratch.path / "input", scratch.path / "hard");
+  std::filesystem::create_symlink(scratch.path / "input", scratch.path / "soft");
+  EXPECT_NO_THROW(checkNotRead(scratch.path / "hard", "-o")); // not read yet
+  readFile(scratch.path / "input");
+  for (const char *name : {"input", "hard", "soft"})
+    EXPECT_THROW(checkNotRead(scratch.path / name, "-o"), Error) << name;
+  EXPECT_THROW(PendingOutput(scratch.path / "soft", PendingOutput::Kind::File), Error);
+  EXPECT_NO_THROW(checkNotRead(scratch.path / "other", "-o"));
+}
+
+TEST(Files, ThroughASymlinkTheFileItNamesIsReplacedAndTheLinkStays) {
+  const ScratchDirectory scratch;
+  std::filesystem::create_symlink("target", scratch.path / "link");
+  PendingOutput output(scratch.path / "link", PendingOutput::Kind::File);
+  output.write(std::string_view("bytes"));
+  output.commit();
+  EXPECT_TRUE(std::filesystem::is_symlink(scratch.path / "link"));
+  EXPECT_EQ(readFile(scratch.path / "target").size(), 5u);
 }
 
 } // namespace

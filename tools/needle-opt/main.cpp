@@ -78,6 +78,11 @@ int run(mlir::DialectRegistry &registry, const std::string &inputPath, const std
     return 1;
   }
   std::fputs(diagnostics.c_str(), stderr); // warnings and remarks, as MLIR printed them
+  output->os().flush();
+  if (std::error_code error = output->os().error()) {
+    output->os().clear_error(); // else its destructor aborts the tool
+    needle::fail("{}: cannot write: {}", outputPath == "-" ? "stdout" : outputPath, error.message());
+  }
   output->keep();
   return 0;
 }
@@ -85,6 +90,7 @@ int run(mlir::DialectRegistry &registry, const std::string &inputPath, const std
 } // namespace
 
 int main(int argc, char **argv) {
+  needle::guardStandardStreams();
   mlir::DialectRegistry registry;
   registry.insert<needle::ir::NeedleDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect>();
   needle::registerNeedlePasses();

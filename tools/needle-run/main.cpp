@@ -90,7 +90,7 @@ void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, dou
   std::vector<std::unique_ptr<PendingOutput>> outputs;
   auto stage = [&](const char *flag, const Vec &values) {
     if (auto path = cl.value(flag)) {
-      outputs.push_back(std::make_unique<PendingOutput>(*path, PendingOutput::Kind::File));
+      outputs.push_back(std::make_unique<PendingOutput>(*path, PendingOutput::Kind::File, std::string("--") + flag));
       outputs.back()->write(std::span(reinterpret_cast<const uint8_t *>(values.data()), 4 * values.size()));
     }
   };
@@ -98,7 +98,7 @@ void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, dou
   stage("embedding", out.embedding);
   for (auto &output : outputs)
     output->commit();
-  std::fputs(report(out, seconds, tokens).c_str(), stdout);
+  writeStdout(report(out, seconds, tokens));
 }
 
 /// Evaluates needle-dialect IR token by token with the weights file it names; `seconds` gets the

@@ -83,6 +83,8 @@ int64_t batchSize(const CommandLine &cl) {
 std::vector<std::string> outputsOf(EmitKind emit, const std::string &out) {
   if (out == "-")
     return {};
+  if (writesThrough(out))
+    return {out}; // -o's own output alone (writeOutputs)
   if (emit == EmitKind::Cpp)
     return {out + ".cpp", out + ".h"};
   if (emit == EmitKind::Object)
@@ -126,25 +128,37 @@ void checkOutputFlags(const CommandLine &cl, EmitKind emit, const std::string &o
     fail("-o -: --emit needle writes a binary file; give it a path");
 }
 
+/// The flag an output comes from, for its errors: -o, or -o with the role of a file beside it.
+std::string flagOf(const OutputFile &file) { return file.role.empty() ? "-o" : "-o (" + file.role + ")"; }
+
 /// Writes every output: "-" to stdout, files staged and moved into place, in order, only once all
-/// are written, so a failure leaves none behind. None may be a file the run read.
-void writeOutputs(const std::vector<OutputFile> &files, const std::vector<fs::path> &inputs) {
-  for (const OutputFile &file : files)
+/// are written, so a failure leaves none behind. None may be a file the run read. An -o that is
+/// written through (a device, a FIFO, a descriptor's link: writesThrough) takes -o's own output
+/// alone; the files beside it (the header, the IR's weights) are not written.
+void writeOutputs(std::vector<OutputFile> files, const std::string &out, const std::vector<fs::path> &inputs) {
+  if (out != "-" && writesThrough(out)) {
+    std::erase_if(files, [](const OutputFile &file) { return !file.role.empty(); });
+    for (OutputFile &file : files)
+      file.path = out; // OUT.o or OUT.cpp: -o itself
+  }
+  for (const OutputFile &file : files) {
     for (const fs::path &input : inputs)
       if (file.path != "-")
-        checkNotInput(file.path, input, file.role.empty() ? "-o" : "-o (" + file.role + ")");
+        checkNotInput(file.path, input, flagOf(file));
+  }
   std::vector<std::unique_ptr<PendingOutput>> pending;
   for (const OutputFile &file : files) {
     if (file.path == "-") {
-      std::fwrite(file.bytes.data(), 1, file.bytes.size(), stdout);
+      writeStdout(file.bytes);
       continue;
     }
-    pending.push_back(std::make_unique<PendingOutput>(file.path, PendingOutput::Kind::File));
+    pending.push_back(std::make_unique<PendingOutput>(file.path, PendingOutput::Kind::File, flagOf(file)));
     pending.back()->write(file.bytes);
   }
   for (const std::unique_ptr<PendingOutput> &output : pending)
     output->commit();
 }
+
 int run(int argc, char **argv) {
   CommandLine cl(
       "needlec", "needlec MODEL [options] -o OUT",
@@ -211,9 +225,9 @@ int run(int argc, char **argv) {
   options.passes = cl.value("passes").value_or("default") == "default";
 
   const CompileResult result = compile(options);
-  writeOutputs(result.files, inputs);
+  writeOutputs(result.files, options.output, inputs);
   if (cl.has("stats"))
-    std::fputs(result.stats.c_str(), stdout);
+    writeStdout(result.stats);
   return 0;
 }
 
