@@ -31,6 +31,11 @@ void checkName(const std::string &name) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
   if (!ok)
     fail("--name: \"{}\" is not a C identifier", name);
+  // C reserves every file-scope name that begins with an underscore, and C++ every name with two
+  // in a row; the header's functions are NAME_open and the like, at file scope in both.
+  if (name[0] == '_' || name.find("__") != std::string::npos)
+    fail("--name: \"{}\" is reserved in C or C++ (a leading underscore, or two in a row); start it with a letter",
+         name);
 }
 
 /// Registers MLIR's pass-manager, timing and printing flags (and the pass names they may
