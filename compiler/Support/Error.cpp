@@ -13,7 +13,9 @@ constexpr size_t kKeptHead = 400, kKeptTail = 150;
 std::string oneLine(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+    // Controls (C0, DEL) and every byte from 0x80 on: a UTF-8 C1 control (NEL, U+0085) or line
+    // separator would break the line in some terminals, and invalid UTF-8 garbles it.
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F)
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     else
       out += c;

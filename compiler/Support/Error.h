@@ -11,8 +11,9 @@
 
 namespace needle {
 
-/// `text` as one short line: control characters (a NUL from a hostile key included) escaped as
-/// \xNN, and the middle of an overlong text (a huge quoted value or shape) elided.
+/// `text` as one short line of printable ASCII: control characters (a NUL from a hostile key
+/// included) and every byte from 0x7F on escaped as \xNN, and the middle of an overlong text (a
+/// huge quoted value or shape) elided.
 std::string oneLine(std::string_view text);
 
 class Error : public std::runtime_error {

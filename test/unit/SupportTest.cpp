@@ -85,6 +85,13 @@ TEST(Limits, IrNestingCountsBracketsButNotArrowsStringsOrComments) {
 
 TEST(Error, MessagesAreOneShortLine) {
   EXPECT_EQ(Error(std::string("key \0\n\x7f", 7)).what(), std::string("key \\x00\\x0a\\x7f"));
+  // NEL (U+0085, a C1 control: a line break to some terminals), a line separator (U+2028), a
+  // stray byte: every byte from 0x80 on is escaped.
+  EXPECT_EQ(Error("a\xc2\x85"
+                  "b\xe2\x80\xa8"
+                  "c\xff")
+                .what(),
+            std::string("a\\xc2\\x85b\\xe2\\x80\\xa8c\\xff"));
   const std::string message = Error("a" + std::string(10000, 'b') + "z").what();
   EXPECT_LE(message.size(), 600u);
   EXPECT_EQ(message.front(), 'a');

@@ -10,9 +10,14 @@
 #include "Support/Version.h"
 #include "codegen/Transforms/Passes.h"
 
+#include "mlir/Debug/Counter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -87,6 +92,33 @@ int run(mlir::DialectRegistry &registry, const std::string &inputPath, const std
   return 0;
 }
 
+/// mlir::registerAndParseCLIOptions, with a bad argument reported in the tools' one-line format
+/// (llvm::cl's own report is two lines and names the binary's path): the input and output paths.
+std::pair<std::string, std::string> parseOptions(int argc, char **argv, mlir::DialectRegistry &registry) {
+  static llvm::cl::opt<std::string> input(llvm::cl::Positional, llvm::cl::desc("<input file>"), llvm::cl::init("-"));
+  static llvm::cl::opt<std::string> output("o", llvm::cl::desc("Output filename"), llvm::cl::value_desc("filename"),
+                                           llvm::cl::init("-"));
+  mlir::MlirOptMainConfig::registerCLOptions(registry);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::tracing::DebugCounter::registerCLOptions();
+  std::string errors;
+  llvm::raw_string_ostream stream(errors);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv, "needle-opt: the needle dialect and passes\n", &stream)) {
+    // "<argv0>: Unknown command line argument '--x'.  Try: '<argv0> --help'\n<argv0>: Did you mean ...":
+    // the first line's message, without the program's path or the advice.
+    std::string message = errors.substr(0, errors.find('\n'));
+    message = message.substr(std::min(message.size(), message.find(": ") + 2));
+    message = message.substr(0, message.find("  Try:"));
+    while (!message.empty() && (message.back() == '.' || message.back() == '!'))
+      message.pop_back();
+    needle::fail("{}; see needle-opt --help", message);
+  }
+  return {input.getValue(), output.getValue()};
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -98,12 +130,11 @@ int main(int argc, char **argv) {
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << needle::versionText(kTool); });
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
-  const auto [inputPath, outputPath] =
-      mlir::registerAndParseCLIOptions(argc, argv, "needle-opt: the needle dialect and passes\n", registry);
-  const mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
-  if (config.shouldShowDialects())
-    return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, inputPath, outputPath, registry));
   try {
+    const auto [inputPath, outputPath] = parseOptions(argc, argv, registry);
+    const mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+    if (config.shouldShowDialects())
+      return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, inputPath, outputPath, registry));
     return run(registry, inputPath, outputPath);
   } catch (const needle::Error &e) {
     std::fprintf(stderr, "%s: error: %s\n", kTool, e.what());
