@@ -38,6 +38,21 @@ void checkName(const std::string &name) {
          name);
 }
 
+/// --mlir-print-ir-tree-dir's directory, staged like every other output: MLIR writes the tree
+/// into a temporary directory (the flag's value is rewritten to it), which commit() moves into
+/// place only once the run has succeeded. Null without the flag.
+std::unique_ptr<PendingOutput> stageIrTreeDir(std::vector<std::string> &args) {
+  const std::string flag = "--mlir-print-ir-tree-dir=";
+  for (std::string &arg : args)
+    if (arg.rfind(flag, 0) == 0) {
+      auto staged = std::make_unique<PendingOutput>(arg.substr(flag.size()), PendingOutput::Kind::Directory,
+                                                    "--mlir-print-ir-tree-dir");
+      arg = flag + staged->staging().string();
+      return staged;
+    }
+  return nullptr;
+}
+
 /// Registers MLIR's pass-manager, timing and printing flags (and the pass names they may
 /// name) and parses the --mlir-* arguments.
 void parseMlirFlags(const std::vector<std::string> &args) {
@@ -193,7 +208,9 @@ int run(int argc, char **argv) {
                           "--mlir-print-ir-after=<pass>, --mlir-print-debuginfo, ...");
   if (!cl.parse(argc, argv))
     return 0;
-  parseMlirFlags(cl.passedThrough());
+  std::vector<std::string> mlirFlags = cl.passedThrough();
+  const std::unique_ptr<PendingOutput> irTree = stageIrTreeDir(mlirFlags);
+  parseMlirFlags(mlirFlags);
   CompileOptions options;
   options.mlirCommandLine = true;
   options.input = cl.onlyPositional("MODEL");
@@ -231,6 +248,8 @@ int run(int argc, char **argv) {
 
   const CompileResult result = compile(options);
   writeOutputs(result.files, options.output, inputs);
+  if (irTree)
+    irTree->commit();
   if (cl.has("stats"))
     writeStdout(result.stats);
   return 0;
