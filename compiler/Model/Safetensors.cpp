@@ -101,27 +101,32 @@ SafetensorsEntry parseEntry(const std::string &name, const json::Value &v, const
 } // namespace
 
 SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
+  // The header first, checked against the file's size; then only the data its tensors cover, so a
+  // huge (or sparse) file is refused or read in part, never read whole before any check.
   SafetensorsFile file;
   file.path_ = path.string();
-  file.file_ = readFile(path);
   const std::string &p = file.path_;
-  if (file.file_.size() < 8)
-    fail("{}: truncated: {} bytes, too short for the safetensors header length", p, file.file_.size());
+  const FileHead prefix = readFileHead(path, 8);
+  if (prefix.bytes.size() < 8)
+    fail("{}: truncated: {} bytes, too short for the safetensors header length", p, prefix.bytes.size());
   uint64_t headerBytes = 0;
   for (int i = 7; i >= 0; --i)
-    headerBytes = headerBytes << 8 | file.file_[i];
+    headerBytes = headerBytes << 8 | prefix.bytes[i];
   if (headerBytes > kMaxSafetensorsHeaderBytes)
     fail("{}: header length {} is more than the {} bytes a safetensors header may have here", p, headerBytes,
          kMaxSafetensorsHeaderBytes);
-  if (headerBytes > file.file_.size() - 8)
-    fail("{}: header length {} exceeds the file ({} bytes); truncated or not safetensors", p, headerBytes,
-         file.file_.size());
+  if (headerBytes > prefix.size - 8)
+    fail("{}: header length {} exceeds the file ({} bytes); truncated or not safetensors", p, headerBytes, prefix.size);
   file.dataStart_ = 8 + headerBytes;
-  std::string_view headerText(reinterpret_cast<const char *>(file.file_.data() + 8), headerBytes);
+  const FileHead head = readFileHead(path, file.dataStart_);
+  if (head.bytes.size() < file.dataStart_)
+    fail("{}: truncated while reading its header", p);
+  std::string_view headerText(reinterpret_cast<const char *>(head.bytes.data() + 8), headerBytes);
   json::Value header = json::parse(headerText, p + ": header");
   if (header.kind != json::Value::Kind::Object)
     fail("{}: header: expected a JSON object", p);
-  const uint64_t dataBytes = file.file_.size() - file.dataStart_;
+  const uint64_t dataBytes = head.size - file.dataStart_;
+  uint64_t dataEnd = 0;
   for (const auto &[name, value] : header.members) {
     if (name == "__metadata__") {
       if (value.kind != json::Value::Kind::Object)
@@ -137,8 +142,12 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
     if (entry.end > dataBytes)
       fail("{}: tensor \"{}\": data_offsets [{}, {}] run past the end of the data ({} bytes); truncated?", p, name,
            entry.begin, entry.end, dataBytes);
+    dataEnd = std::max(dataEnd, entry.end);
     file.entries_.push_back(std::move(entry));
   }
+  file.file_ = readFileHead(path, file.dataStart_ + dataEnd).bytes;
+  if (file.file_.size() < file.dataStart_ + dataEnd)
+    fail("{}: truncated while reading its tensors (the file shrank)", p);
   std::vector<const SafetensorsEntry *> sorted;
   for (const auto &entry : file.entries_)
     sorted.push_back(&entry);

@@ -2,6 +2,7 @@
 
 #include "Support/Error.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -86,7 +87,9 @@ std::string replaceAll(std::string text, const std::string &from, const std::str
 
 } // namespace
 
-std::vector<uint8_t> readFile(const fs::path &path, uint64_t maxBytes) {
+/// Opens `path` for reading: a regular file (directories, devices, FIFOs and sockets refused
+/// before anything is read), noted as one this run reads.
+static std::FILE *openInput(const fs::path &path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (fs::is_directory(status))
@@ -97,26 +100,57 @@ std::vector<uint8_t> readFile(const fs::path &path, uint64_t maxBytes) {
   if (!file)
     fail("{}: cannot open: {}", path.string(), std::strerror(errno));
   noteRead(file, path);
+  return file;
+}
+
+/// Up to `limit` bytes of `file` from where it stands, into `bytes`; true if more remain. Errors
+/// name `path`; the file is closed on error.
+static bool readUpTo(std::FILE *file, const fs::path &path, uint64_t limit, std::vector<uint8_t> &bytes) {
+  uint8_t chunk[1 << 16];
+  try {
+    while (bytes.size() < limit) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof chunk, limit - bytes.size()));
+      const size_t got = std::fread(chunk, 1, want, file);
+      bytes.insert(bytes.end(), chunk, chunk + got);
+      if (got < want)
+        break;
+    }
+  } catch (const std::bad_alloc &) {
+    std::fclose(file);
+    fail("{}: out of memory after reading {} bytes of it", path.string(), bytes.size());
+  }
+  if (std::ferror(file)) {
+    std::fclose(file);
+    fail("{}: read error", path.string());
+  }
+  return bytes.size() == limit && std::fgetc(file) != EOF;
+}
+
+std::vector<uint8_t> readFile(const fs::path &path, uint64_t maxBytes) {
+  std::FILE *file = openInput(path);
+  std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
   if (!ec && size > maxBytes) {
     std::fclose(file);
     fail("{}: {} bytes, more than the {} bytes this file may have", path.string(), size, maxBytes);
   }
   std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  size_t got;
-  bool tooBig = false;
-  while (!tooBig && (got = std::fread(chunk, 1, sizeof chunk, file)) > 0) {
-    bytes.insert(bytes.end(), chunk, chunk + got);
-    tooBig = bytes.size() > maxBytes; // the file grew while we read it
-  }
-  const bool bad = std::ferror(file);
+  const bool more = readUpTo(file, path, maxBytes, bytes); // the file may grow while we read it
   std::fclose(file);
-  if (tooBig)
+  if (more)
     fail("{}: more than the {} bytes this file may have", path.string(), maxBytes);
-  if (bad)
-    fail("{}: read error", path.string());
   return bytes;
+}
+
+FileHead readFileHead(const fs::path &path, uint64_t count) {
+  std::FILE *file = openInput(path);
+  std::error_code ec;
+  FileHead head{{}, fs::file_size(path, ec)};
+  readUpTo(file, path, count, head.bytes);
+  std::fclose(file);
+  if (ec)
+    head.size = head.bytes.size();
+  return head;
 }
 
 bool sameFile(const fs::path &a, const fs::path &b) {

@@ -17,6 +17,16 @@ inline constexpr uint64_t kMaxInputBytes = uint64_t(16) << 30;
 /// no output of the run may replace it (PendingOutput).
 std::vector<uint8_t> readFile(const std::filesystem::path &path, uint64_t maxBytes = kMaxInputBytes);
 
+/// The first bytes of a regular file, and its size.
+struct FileHead {
+  std::vector<uint8_t> bytes; // the first `count` asked for, or the whole file when it is shorter
+  uint64_t size;
+};
+
+/// Reads the first `count` bytes of `path` (refused and noted as readFile does): a format's header,
+/// checked against the file's size before any more is read.
+FileHead readFileHead(const std::filesystem::path &path, uint64_t count);
+
 /// True when both paths name one file: the same inode when both exist, else the same canonical path.
 bool sameFile(const std::filesystem::path &a, const std::filesystem::path &b);
 
