@@ -160,9 +160,14 @@ bool sameFile(const fs::path &a, const fs::path &b) {
   return fs::weakly_canonical(fs::absolute(a), ec) == fs::weakly_canonical(fs::absolute(b), ec);
 }
 
+/// The error for an output that would replace the input `input`.
+[[noreturn]] static void failOutputIsInput(std::string_view flag, const fs::path &output, const std::string &input) {
+  fail("{} {}: is the input {}; write the output to another path", flag, output.string(), input);
+}
+
 void checkNotInput(const fs::path &output, const fs::path &input, std::string_view flag) {
   if (sameFile(output, input))
-    fail("{} {}: is the input {}; write the output to another path", flag, output.string(), input.string());
+    failOutputIsInput(flag, output, input.string());
 }
 
 bool writesThrough(const fs::path &path) {
@@ -172,7 +177,7 @@ bool writesThrough(const fs::path &path) {
 
 void checkNotRead(const fs::path &output, std::string_view flag) {
   if (const std::optional<std::string> input = readAs(output))
-    fail("{} {}: is the input {}; write the output to another path", flag, output.string(), *input);
+    failOutputIsInput(flag, output, *input);
 }
 
 PendingOutput::PendingOutput(fs::path path, Kind kind, std::string flag)
@@ -258,23 +263,24 @@ void guardStandardStreams() {
       ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY); // the lowest free descriptor: fd itself
 }
 
+/// The error for output lost on its way to stdout: errno's reason, or EIO when it gave none.
+[[noreturn]] static void failStdout(int error) {
+  std::clearerr(stdout);
+  fail("stdout: cannot write: {}", std::strerror(error ? error : EIO));
+}
+
 void writeStdout(std::string_view bytes) {
   errno = 0;
-  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0) {
-    const int error = errno;
-    std::clearerr(stdout);
-    fail("stdout: cannot write: {}", std::strerror(error ? error : EIO));
-  }
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size())
+    failStdout(errno);
+  finishStdout();
 }
 
 void finishStdout() {
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
-  const int error = errno;
-  if (!flushed || std::ferror(stdout)) {
-    std::clearerr(stdout);
-    fail("stdout: cannot write: {}", std::strerror(error ? error : EIO));
-  }
+  if (!flushed || std::ferror(stdout))
+    failStdout(errno);
 }
 
 void writeFile(const fs::path &path, std::span<const uint8_t> bytes) {

@@ -155,18 +155,13 @@ std::string flagOf(const OutputFile &file) { return file.role.empty() ? "-o" : "
 /// are written, so a failure leaves none behind. None may be a file the run read. An -o that is
 /// written through (a device, a FIFO, a descriptor's link: writesThrough) takes -o's own output
 /// alone; the files beside it (the header, the IR's weights) are not written.
-void writeOutputs(std::vector<OutputFile> files, const std::string &out, const std::vector<fs::path> &inputs) {
+void writeOutputs(std::vector<OutputFile> files, const std::string &out) {
   if (out != "-" && writesThrough(out)) {
     std::erase_if(files, [](const OutputFile &file) { return !file.role.empty(); });
     for (OutputFile &file : files)
       file.path = out; // OUT.o or OUT.cpp: -o itself
   }
-  for (const OutputFile &file : files) {
-    for (const fs::path &input : inputs)
-      if (file.path != "-")
-        checkNotInput(file.path, input, flagOf(file));
-  }
-  std::vector<std::unique_ptr<PendingOutput>> pending;
+  std::vector<std::unique_ptr<PendingOutput>> pending; // each refuses a file the run read
   for (const OutputFile &file : files) {
     if (file.path == "-") {
       writeStdout(file.bytes);
@@ -228,6 +223,8 @@ int run(int argc, char **argv) {
   if (options.output.empty())
     fail("-o: missing; say where to write the output");
   checkOutputFlags(cl, options.emit, options.output);
+  // The named inputs, before any work; as outputs are staged, PendingOutput refuses every file the
+  // run read (a model directory's files, the weights beside the IR).
   std::vector<fs::path> inputs = {options.input};
   if (auto lora = cl.value("lora"))
     inputs.push_back(*lora);
@@ -247,7 +244,7 @@ int run(int argc, char **argv) {
   options.passes = cl.value("passes").value_or("default") == "default";
 
   const CompileResult result = compile(options);
-  writeOutputs(result.files, options.output, inputs);
+  writeOutputs(result.files, options.output);
   if (irTree)
     irTree->commit();
   if (cl.has("stats"))
