@@ -217,6 +217,9 @@ namespace {{
 
 constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}}};
 const int32_t kSourceBlocks[] = {{{9}}};
+// A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
+static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1} bytes, more than this target "
+              "addresses; lower max_seq_len with needlec --max-seq");
 
 }} // namespace
 

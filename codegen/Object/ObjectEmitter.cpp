@@ -1,4 +1,5 @@
 #include "codegen/Object/ObjectEmitter.h"
+#include "codegen/Lower/AddressSpace.h"
 #include "codegen/Object/HalideKernels.h"
 #include "codegen/Object/KernelList.h"
 #include "codegen/Object/RuntimeBitcode.h"
@@ -305,6 +306,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
       tileHalideWeights(program, halide);
       clock.done(fmt::format("Halide kernels ({})", choice->target).c_str());
     }
+  checkFitsAddressSpace(program, machine->createDataLayout().getPointerSizeInBits(), "--target " + target.name);
   if (options.output == ObjectOutput::KernelList)
     return describeKernels(program, halide);
 
