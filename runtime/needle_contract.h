@@ -176,9 +176,10 @@ using HeadFunction = void (*)(const unsigned char *arena, float *out);
 /// The header's NEEDLE_* status codes.
 enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
 
-/// The session's header, at the start of its arena.
+/// The session's header, at the start of its arena (the planner reserves 64 bytes for it).
 struct SessionHeader {
   int64_t position; // tokens held
+  uint64_t tag;     // session_tag() while open: tells a session from a never-opened arena
 };
 
 } // namespace needle_rt

@@ -39,7 +39,7 @@ float needle_abi_confidence(const void *s) {
 int needle_abi_embedding(const void *s, float *out) {
   return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
 }
-size_t needle_abi_position(const void *s) { return needle_rt::session_position(s); }
+size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
 
 } // extern "C"
 

@@ -252,7 +252,7 @@ int {0}_embedding(const {0}_session *s, float *out) {{
   return needle_rt::session_embedding(kFacts, embedding_head, s, out);
 }}
 
-size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(s); }}
+size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(kFacts, s); }}
 
 }} // extern "C"
 )",

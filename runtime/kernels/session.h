@@ -11,29 +11,60 @@ namespace needle_rt {
 // emitted model supplies its facts and its step; these check the arguments and keep the header.
 // ---------------------------------------------------------------------------------------------
 
+// What NAME_open writes into the header: the format's version and a fingerprint of the model's
+// sizes, so a never-opened arena, a corrupted one or another model's session is refused
+// (docs/c-interface.md, "Sessions that are not sessions").
+inline uint64_t session_tag(const ModelFacts &m) {
+  const uint64_t version = 1;
+  uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
+  const int64_t facts[] = {m.arena_size, m.outputs_end, m.max_seq_len, m.vocab_size, m.logits};
+  for (int64_t fact : facts)
+    tag = (tag ^ static_cast<uint64_t>(fact)) * 0x100000001B3u;
+  return tag;
+}
+
+// The header of arena when it holds an open session of m, else null; reads nothing past it.
+inline SessionHeader *checked_session(const ModelFacts &m, const void *arena) {
+  if (!arena || reinterpret_cast<uintptr_t>(arena) % static_cast<uintptr_t>(m.arena_align))
+    return nullptr;
+  SessionHeader *h = static_cast<SessionHeader *>(const_cast<void *>(arena));
+  return h->tag == session_tag(m) && h->position >= 0 && h->position <= m.max_seq_len ? h : nullptr;
+}
+
+// Whether bytes [p, p + size) overlap the session's arena, which the model writes while it reads them.
+inline bool in_arena(const ModelFacts &m, const void *arena, const void *p, size_t size) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(arena), at = reinterpret_cast<uintptr_t>(p);
+  return at < begin + static_cast<uintptr_t>(m.arena_size) && begin < at + size;
+}
+
 // The header, every op's state and the outputs are zeroed; the KV, tap and token rings are only
 // ever read at positions written since.
+inline void reset_arena(const ModelFacts &m, void *arena) {
+  std::memset(arena, 0, static_cast<size_t>(m.outputs_end));
+  static_cast<SessionHeader *>(arena)->tag = session_tag(m);
+}
+
 inline void session_reset(const ModelFacts &m, void *arena) {
-  if (arena)
-    std::memset(arena, 0, static_cast<size_t>(m.outputs_end));
+  if (checked_session(m, arena))
+    reset_arena(m, arena);
 }
 
 inline void *session_open(const ModelFacts &m, void *arena, size_t size) {
   if (!arena || size < static_cast<size_t>(m.arena_size) ||
       reinterpret_cast<uintptr_t>(arena) % static_cast<uintptr_t>(m.arena_align))
     return nullptr;
-  session_reset(m, arena);
+  reset_arena(m, arena);
   return arena;
 }
 
 // Every token is checked before any is fed, so an error leaves the session as it was.
 inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, const int32_t *tokens, size_t n) {
-  if (!arena || (!tokens && n))
+  SessionHeader *h = checked_session(m, arena);
+  if (!h || (n && (!tokens || in_arena(m, arena, tokens, n * sizeof(int32_t)))))
     return status_err_arg;
   for (size_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= m.vocab_size)
       return status_err_token;
-  SessionHeader *h = static_cast<SessionHeader *>(arena);
   if (n > static_cast<size_t>(m.max_seq_len - h->position))
     return status_err_full;
   for (size_t i = 0; i < n;) {
@@ -46,13 +77,16 @@ inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, con
 }
 
 inline const float *session_logits(const ModelFacts &m, const void *arena) {
-  return arena ? reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.logits) : nullptr;
+  return checked_session(m, arena)
+             ? reinterpret_cast<const float *>(static_cast<const unsigned char *>(arena) + m.logits)
+             : nullptr;
 }
 
 inline float session_confidence(const ModelFacts &m, HeadFunction head, const void *arena) {
-  if (!arena)
+  const SessionHeader *h = checked_session(m, arena);
+  if (!h)
     return 0.0f;
-  if (static_cast<const SessionHeader *>(arena)->position == 0) // before any token: sigmoid of the bias
+  if (h->position == 0) // before any token: sigmoid of the bias
     return sigmoid(m.confidence_bias);
   float confidence = 0.0f;
   head(static_cast<const unsigned char *>(arena), &confidence);
@@ -60,17 +94,20 @@ inline float session_confidence(const ModelFacts &m, HeadFunction head, const vo
 }
 
 inline int session_embedding(const ModelFacts &m, HeadFunction head, const void *arena, float *out) {
-  if (!arena || !out)
+  const SessionHeader *h = checked_session(m, arena);
+  const size_t bytes = static_cast<size_t>(m.embedding_dim) * sizeof(float);
+  if (!h || !out || in_arena(m, arena, out, bytes))
     return status_err_arg;
-  if (static_cast<const SessionHeader *>(arena)->position == 0) // before any token: zeros
-    std::memset(out, 0, static_cast<size_t>(m.embedding_dim) * sizeof(float));
+  if (h->position == 0) // before any token: zeros
+    std::memset(out, 0, bytes);
   else
     head(static_cast<const unsigned char *>(arena), out);
   return status_ok;
 }
 
-inline size_t session_position(const void *arena) {
-  return arena ? static_cast<size_t>(static_cast<const SessionHeader *>(arena)->position) : 0;
+inline size_t session_position(const ModelFacts &m, const void *arena) {
+  const SessionHeader *h = checked_session(m, arena);
+  return h ? static_cast<size_t>(h->position) : 0;
 }
 
 } // namespace needle_rt

@@ -8,6 +8,7 @@
  *     reset       reset forgets everything: the session equals a fresh one
  *     arguments   open refuses NULL, too small and misaligned arenas; NULL arguments; n = 0
  *     initial     the outputs before any token (zero logits and embedding, σ(bias))
+ *     misuse      never-opened and corrupted arenas are refused, so are buffers inside the arena
  *     threads     two sessions on two threads at once equal the same streams fed sequentially
  *
  * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>" (and -DNEEDLE_PAD_TOKEN=<the
@@ -583,6 +584,85 @@ static void check_arguments(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* 4b. Sessions that are not sessions, buffers inside the arena                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Every call refuses `s` and writes nothing: the room's bytes stay as they were. */
+static void refused_session(const char *what, block_t *b) {
+  session *s = (session *)b->base;
+  unsigned char *copy = xmalloc(arena_size);
+  memcpy(copy, b->base, arena_size);
+  int32_t token = 1;
+  float *out = xmalloc(emb_dim * sizeof(float));
+  int status;
+  if ((status = FN(_feed)(s, &token, 1)) != NEEDLE_ERR_ARG)
+    failf("%s: feed returned %d, expected NEEDLE_ERR_ARG", what, status);
+  if ((status = FN(_embedding)(s, out)) != NEEDLE_ERR_ARG)
+    failf("%s: embedding returned %d, expected NEEDLE_ERR_ARG", what, status);
+  if (FN(_logits)(s))
+    failf("%s: logits did not return NULL", what);
+  if (FN(_confidence)(s) != 0.0f)
+    failf("%s: confidence did not return 0", what);
+  if (FN(_position)(s) != 0)
+    failf("%s: position did not return 0", what);
+  FN(_reset)(s);
+  if (memcmp(copy, b->base, arena_size))
+    failf("%s: the arena changed", what);
+  free(out);
+  free(copy);
+}
+
+static void check_misuse(void) {
+  /* Never opened: zeros and a pattern. */
+  for (int pattern = 0; pattern < 0x100; pattern += 0xa5) {
+    block_t b = block_new(1, (unsigned char)pattern);
+    refused_session(label("never opened, bytes 0x%02x", pattern), &b);
+    block_free(&b);
+  }
+  /* Opened, then its header overwritten: the first 8 bytes (the position) or the 8 after (the
+   * tag) as 0xff, or a position past max_seq_len. The header's layout is the runtime's own
+   * (needle_rt::SessionHeader); these bytes stand for any corruption of it. */
+  int32_t *tokens = stream(8);
+  for (int field = 0; field < 3; ++field) {
+    block_t b = block_new(1, 0x61);
+    feed_ok("tokens", open_at(&b, 0), tokens, 3);
+    if (field < 2) {
+      memset(b.base + 8 * field, 0xff, 8);
+    } else {
+      const int64_t past = (int64_t)max_seq + 1;
+      memcpy(b.base, &past, sizeof past);
+    }
+    refused_session(label("header field %d overwritten", field), &b);
+    block_free(&b);
+  }
+  /* Tokens and an embedding output inside the session's own arena are refused, and the session
+   * goes on as if the calls had not been made. */
+  fresh_t f = fresh(0x62), r = fresh(0x63);
+  feed_ok("tokens", f.s, tokens, 3);
+  feed_ok("tokens", r.s, tokens, 3);
+  snap_t before = snap_of(f.s);
+  unsigned char *arena = (unsigned char *)f.s;
+  const size_t offsets[] = {0, arena_size / 2, arena_size - 2 * sizeof(int32_t)};
+  for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; ++i) {
+    const size_t at = offsets[i] / sizeof(int32_t) * sizeof(int32_t);
+    int status = FN(_feed)(f.s, (const int32_t *)(arena + at), 2);
+    if (status != NEEDLE_ERR_ARG)
+      failf("tokens at arena + %zu: feed returned %d, expected NEEDLE_ERR_ARG", at, status);
+    if (at + emb_dim * sizeof(float) <= arena_size &&
+        (status = FN(_embedding)(f.s, (float *)(arena + at))) != NEEDLE_ERR_ARG)
+      failf("out at arena + %zu: embedding returned %d, expected NEEDLE_ERR_ARG", at, status);
+  }
+  same("after the refused calls", f.s, &before);
+  feed_ok("tokens", f.s, tokens + 3, max_seq - 3);
+  feed_ok("tokens", r.s, tokens + 3, max_seq - 3);
+  same_sessions("refused calls, then more tokens", f.s, r.s);
+  snap_free(&before);
+  fresh_free(&f);
+  fresh_free(&r);
+  free(tokens);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* 5. Before any token                                                                          */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -723,7 +803,8 @@ static const struct {
   void (*run)(void);
 } kChecks[] = {
     {"feeding", check_feeding},     {"errors", check_errors},   {"reset", check_reset},
-    {"arguments", check_arguments}, {"initial", check_initial}, {"threads", check_threads},
+    {"arguments", check_arguments}, {"misuse", check_misuse},   {"initial", check_initial},
+    {"threads", check_threads},
 };
 enum { kNumChecks = sizeof kChecks / sizeof kChecks[0] };
 
@@ -746,7 +827,7 @@ int main(int argc, char **argv) {
       if (!strcmp(argv[i], kChecks[c].name))
         run[c] = found = 1;
     if (!found) {
-      printf("usage: behaviour [feeding|errors|reset|arguments|initial|threads]...\n");
+      printf("usage: behaviour [feeding|errors|reset|arguments|misuse|initial|threads]...\n");
       return 2;
     }
   }

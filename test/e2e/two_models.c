@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
   beta_session *b = beta_arena ? beta_open(beta_arena, beta_arena_size()) : NULL;
   if (!a || !b)
     return fail("open failed");
+  /* Each model refuses the other's session (its header's tag names the model), which would
+   * otherwise be read and written with the wrong layout and size. */
+  if (beta_feed((beta_session *)a, tokens, 1) != NEEDLE_ERR_ARG || alpha_feed((alpha_session *)b, tokens, 1) != NEEDLE_ERR_ARG)
+    return fail("a model took the other's session");
+  printf("each refuses the other's session\n");
   for (size_t i = 0; i < n; ++i) {
     if (alpha_feed(a, tokens + i, 1) != NEEDLE_OK)
       return fail("alpha_feed failed");
