@@ -83,6 +83,29 @@ TEST(Limits, IrNestingCountsBracketsButNotArrowsStringsOrComments) {
   EXPECT_NE(nestingError(deep + ")" + "[<"), "");
 }
 
+TEST(Limits, IrNestingBoundsOperatorChainsInAffineMapsAndSets) {
+  auto chain = [](const char *op, int operators) {
+    std::string terms = "d0";
+    for (int i = 0; i < operators; ++i)
+      terms += std::string(" ") + op + " d0";
+    return terms;
+  };
+  const std::string bound = std::to_string(kMaxAffineOperators);
+  for (const char *op : {"+", "-", "*", "floordiv", "ceildiv", "mod"}) {
+    EXPECT_EQ(nestingError("#m = affine_map<(d0) -> (" + chain(op, kMaxAffineOperators) + ")>"), "") << op;
+    EXPECT_EQ(nestingError("\n#m = affine_map<(d0) -> (" + chain(op, kMaxAffineOperators + 1) + ")>"),
+              "ir: line 2: an affine map or set with more than " + bound + " operators; needle IR never has one")
+        << op;
+  }
+  // Unary minus recurses too; an integer set counts its constraints' operators, not ">=".
+  EXPECT_NE(nestingError("affine_map<(d0) -> (" + std::string(kMaxAffineOperators + 1, '-') + "d0)>"), "");
+  EXPECT_NE(nestingError("affine_set<(d0) : (" + chain("+", kMaxAffineOperators + 1) + " >= 0)>"), "");
+  EXPECT_EQ(nestingError("affine_set<(d0) : (d0 >= 0, d0 - 1 >= 0)>"), "");
+  // The count is per map, and operators outside any affine map are not counted.
+  const std::string half = "affine_map<(d0) -> (" + chain("+", kMaxAffineOperators) + ")>";
+  EXPECT_EQ(nestingError(half + "\n" + half + " " + std::string(1000, '+') + " modulo"), "");
+}
+
 TEST(Error, MessagesAreOneShortLine) {
   EXPECT_EQ(Error(std::string("key \0\n\x7f", 7)).what(), std::string("key \\x00\\x0a\\x7f"));
   // NEL (U+0085, a C1 control: a line break to some terminals), a line separator (U+2028), a

@@ -218,8 +218,9 @@ OpFoldResult HadamardOp::fold(FoldAdaptor adaptor) {
   if (auto inner = getInput().getDefiningOp<HadamardOp>())
     if (inner.getGroup() == getGroup() && inner.getInput().getType() == getType())
       return inner.getInput();
-  // Rotations of constants are done at compile time.
-  if (auto constant = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput())) {
+  // Rotations of constants are done at compile time, up to the size a folder may materialise.
+  auto constant = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
+  if (constant && lengthOf(getResult()) <= needle::kMaxFoldedElements) {
     std::vector<float> values(constant.getValues<float>().begin(), constant.getValues<float>().end());
     values.resize(lengthOf(getResult()), 0.0f);
     for (size_t g = 0; g < values.size(); g += getGroup())

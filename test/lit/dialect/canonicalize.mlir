@@ -73,3 +73,17 @@ func.func @not_inverse(%x: tensor<100xf32>, %y: tensor<128xf32>) -> (tensor<128x
   %d = needle.hadamard %c {group = 64} : (tensor<128xf32>) -> tensor<128xf32>
   return %b, %d : tensor<128xf32>, tensor<128xf32>
 }
+
+// -----
+
+// A rotation whose constant result would pass kMaxFoldedElements (2^20 elements) stays in the
+// IR: folding this splat of 2^24 would materialise 64 MiB (at 2^28, gigabytes).
+// CHECK-LABEL: func.func @large_constant()
+// CHECK-NEXT: %[[C:.+]] = arith.constant dense<1.000000e+00> : tensor<16777216xf32>
+// CHECK-NEXT: %[[R:.+]] = needle.hadamard %[[C]] {group = 128 : i64} : (tensor<16777216xf32>) -> tensor<16777216xf32>
+// CHECK-NEXT: return %[[R]] : tensor<16777216xf32>
+func.func @large_constant() -> tensor<16777216xf32> {
+  %c = arith.constant dense<1.0> : tensor<16777216xf32>
+  %r = needle.hadamard %c {group = 128} : (tensor<16777216xf32>) -> tensor<16777216xf32>
+  return %r : tensor<16777216xf32>
+}
