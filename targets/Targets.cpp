@@ -72,6 +72,20 @@ std::string joinFeatures(const std::string &base, const std::string &extra) {
   return base + "," + extra;
 }
 
+/// Whether the last mention of `feature` in comma-separated `features` adds it (+feature).
+bool lastSays(const std::string &features, const std::string &feature) {
+  bool on = false;
+  std::string::size_type start = 0;
+  while (start <= features.size()) {
+    const std::string::size_type end = std::min(features.find(',', start), features.size());
+    const std::string item = features.substr(start, end - start);
+    if (item == "+" + feature || item == "-" + feature)
+      on = item[0] == '+';
+    start = end + 1;
+  }
+  return on;
+}
+
 std::string hostFeatures() {
   std::string features;
   for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
@@ -119,7 +133,7 @@ TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const
   spec.cpu = mcpu.empty() ? cpu : mcpu;
   spec.features = joinFeatures(features, mattr);
   if (spec.arch == RuntimeArch::RiscV64)
-    spec.abi = spec.features.find("+d") != std::string::npos ? "lp64d" : "lp64";
+    spec.abi = triple.isOSLinux() || lastSays(spec.features, "d") ? "lp64d" : "lp64"; // Linux's ABI is lp64d
   return spec;
 }
 

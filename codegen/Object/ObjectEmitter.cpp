@@ -4,6 +4,7 @@
 #include "codegen/Object/KernelList.h"
 #include "codegen/Object/RuntimeBitcode.h"
 #include "codegen/Object/StepBuilder.h"
+#include "codegen/Object/TargetChecks.h"
 #include "codegen/Select/Select.h"
 
 #include "Support/Error.h"
@@ -60,22 +61,6 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// LLVM only warns about (and ignores) a CPU or feature it does not know; needlec refuses them.
-void checkCpuAndFeatures(const llvm::Target &backend, const TargetSpec &target) {
-  std::unique_ptr<llvm::MCSubtargetInfo> info(backend.createMCSubtargetInfo(target.triple, "", ""));
-  if (!target.cpu.empty() && !info->isCPUStringValid(target.cpu))
-    fail("--mcpu: \"{}\" is not a CPU LLVM knows for {}", target.cpu, target.triple);
-  llvm::SmallVector<llvm::StringRef> features;
-  llvm::StringRef(target.features).split(features, ',', -1, false);
-  for (llvm::StringRef feature : features) {
-    const bool known = (feature.starts_with("+") || feature.starts_with("-")) &&
-                       llvm::any_of(info->getAllProcessorFeatures(),
-                                    [&](const llvm::SubtargetFeatureKV &kv) { return feature.drop_front() == kv.Key; });
-    if (!known)
-      fail("--mattr: \"{}\" is not a feature LLVM knows for {} (write +name or -name)", feature.str(), target.triple);
-  }
-}
-
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &target) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
@@ -88,7 +73,7 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &targe
   const llvm::Target *backend = llvm::TargetRegistry::lookupTarget(target.triple, error);
   if (!backend)
     fail("--target {}: {}", target.name, error);
-  checkCpuAndFeatures(*backend, target);
+  checkTarget(*backend, target);
   llvm::TargetOptions options;
   options.MCOptions.ABIName = target.abi;
   options.FunctionSections = true; // a linker's --gc-sections can drop what a product never calls
@@ -296,6 +281,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   PhaseClock clock(times);
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target);
   llvm::LLVMContext context;
+  const LlvmErrorGuard llvmErrors(context, target);
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
   clock.done("load runtime bitcode");
   HalideKernels halide;
@@ -351,6 +337,7 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   optimize(*module, *machine);
   clock.done("optimize (O3)");
   std::string bytes = codegen(*module, *machine, options.output);
+  llvmErrors.throwIfAny();
   clock.done(options.output == ObjectOutput::LlvmIr ? "print LLVM IR" : "code generation");
   return bytes;
 }

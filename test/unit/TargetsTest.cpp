@@ -1,10 +1,16 @@
 // --target, --mcpu and --mattr to triples, CPUs, features and runtime architectures
 // (docs/targets.md).
 #include "targets/Targets.h"
+#include "codegen/Object/TargetChecks.h"
 
 #include "Support/Error.h"
 
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/Support/ErrorHandling.h"
+
 #include <gtest/gtest.h>
+
+#include <functional>
 
 namespace needle {
 namespace {
@@ -52,6 +58,40 @@ TEST(Targets, UnknownNamesAndArchitecturesAreErrors) {
     EXPECT_NE(std::string(e.what()).find("architecture \"mips\""), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(checkTargetName("mips-unknown-linux-gnu")); // --emit cpp serves it
+}
+
+TEST(Targets, Riscv64AbiIsLinuxsLp64dOrWhatTheLastFeatureSays) {
+  EXPECT_EQ(resolveTarget("riscv64", "", "-d").abi, "lp64d"); // refused later: Linux needs D
+  // A bare-metal triple's default features include D; the last mention decides.
+  EXPECT_EQ(resolveTarget("riscv64-unknown-elf", "", "").abi, "lp64d");
+  EXPECT_EQ(resolveTarget("riscv64-unknown-elf", "", "-d").abi, "lp64");
+  EXPECT_EQ(resolveTarget("riscv64-unknown-elf", "", "-d,+d").abi, "lp64d");
+  EXPECT_EQ(resolveTarget("riscv64-unknown-elf", "", "-d,+dd").abi, "lp64");
+}
+
+std::string errorOf(const std::function<void()> &run) {
+  try {
+    run();
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LlvmErrorGuard, FatalErrorsAndErrorDiagnosticsBecomeOneLineErrors) {
+  llvm::LLVMContext context;
+  const TargetSpec target = resolveTarget("x86_64", "", "");
+  {
+    const LlvmErrorGuard guard(context, target);
+    EXPECT_EQ(errorOf([] { llvm::report_fatal_error("Cannot select: node"); }),
+              "--target x86_64: LLVM cannot generate code: Cannot select: node");
+    context.diagnose(llvm::DiagnosticInfoInlineAsm("a warning is not an error", llvm::DS_Warning));
+    EXPECT_EQ(errorOf([&] { guard.throwIfAny(); }), "");
+    context.diagnose(llvm::DiagnosticInfoInlineAsm("SSE register return with SSE disabled"));
+    context.diagnose(llvm::DiagnosticInfoInlineAsm("a second error"));
+    EXPECT_EQ(errorOf([&] { guard.throwIfAny(); }),
+              "--target x86_64: LLVM cannot generate code: SSE register return with SSE disabled");
+  }
 }
 
 } // namespace
