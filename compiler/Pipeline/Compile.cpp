@@ -5,6 +5,7 @@
 #include "Model/NeedleFile.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
+#include "Reference/Numerics.h"
 #include "Support/Error.h"
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/Lower.h"
@@ -184,6 +185,8 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   bool transformed = false;
   Model model = loadModel(options, options.prepare, transformed);
   done("load and prepare the model");
+  reference::checkProbeFinite(model, model.config.numLayers, options.input.string());
+  done("probe the model for overflow");
   mlir::MLIRContext context;
   loadNeedleDialects(context);
   mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, options.input.string());

@@ -5,6 +5,7 @@
 #include "Model/ModelFiles.h"
 #include "Model/Prepare.h"
 #include "Reference/Interpreter.h"
+#include "Reference/Numerics.h"
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
@@ -75,18 +76,10 @@ void checkOutputPaths(const CommandLine &cl, const std::vector<std::string> &inp
         checkNotInput(*output, input, output == logits ? "--logits" : "--embedding");
 }
 
-/// A NaN or infinity is never a result: it would print as invalid JSON and mislead.
-void checkFinite(const Outputs &out) {
-  auto finite = [](const Vec &values) {
-    return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
-  };
-  if (!finite(out.logits) || !finite(out.embedding) || !std::isfinite(out.confidence))
-    fail("the model computed a NaN or infinite output (its weights or parameters overflow float32)");
-}
-
 /// Writes --logits and --embedding (both or neither appear) and prints the report.
-void writeOutputs(const CommandLine &cl, const Outputs &out, int64_t tokens, double seconds = -1) {
-  checkFinite(out);
+void writeOutputs(const CommandLine &cl, const std::string &input, const Outputs &out, int64_t tokens,
+                  double seconds = -1) {
+  reference::checkFinite(out, input);
   std::vector<std::unique_ptr<PendingOutput>> outputs;
   auto stage = [&](const char *flag, const Vec &values) {
     if (auto path = cl.value(flag)) {
@@ -156,7 +149,7 @@ int run(int argc, char **argv) {
         fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
     double seconds = -1;
     const Outputs out = runIr(cl, input, tokens, seconds);
-    writeOutputs(cl, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
+    writeOutputs(cl, input, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
     return 0;
   }
 
@@ -182,7 +175,7 @@ int run(int argc, char **argv) {
   } else {
     out = runSequence(weights, tokens);
   }
-  writeOutputs(cl, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
+  writeOutputs(cl, input, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
   return 0;
 }
 
