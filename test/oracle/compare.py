@@ -38,7 +38,8 @@ def main():
     depth = ["--layers", a.layers] if a.layers else []
     with tempfile.TemporaryDirectory() as tmp:
         logits_path, embedding_path = os.path.join(tmp, "l.bin"), os.path.join(tmp, "e.bin")
-        run = subprocess.run([a.needle_run, a.model, "--tokens", a.tokens, "--logits", logits_path,
+        tokens = ["--tokens", a.tokens] if a.tokens else ["--no-tokens"]  # needle-run refuses --tokens ""
+        run = subprocess.run([a.needle_run, a.model] + tokens + ["--logits", logits_path,
                               "--embedding", embedding_path] + depth +
                              (["--incremental"] if a.incremental else []),
                              capture_output=True, text=True, check=True)

@@ -31,10 +31,19 @@ using namespace needle::reference;
 
 namespace {
 
-std::vector<int32_t> parseTokens(const std::string &text) {
-  std::vector<int32_t> tokens;
+/// --tokens IDS, or none with --no-tokens: exactly one of them.
+std::vector<int32_t> tokensOf(const CommandLine &cl) {
+  if (cl.has("no-tokens")) {
+    if (cl.has("tokens"))
+      fail("--tokens and --no-tokens: give one of them");
+    return {};
+  }
+  if (!cl.has("tokens"))
+    fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3 (or --no-tokens)");
+  const std::string text = *cl.value("tokens");
   if (text.empty())
-    return tokens;
+    fail("--tokens: empty; give the token ids to run, or --no-tokens for the outputs before any token");
+  std::vector<int32_t> tokens;
   for (std::string_view item : splitList(text)) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
@@ -124,9 +133,10 @@ Outputs runIr(const CommandLine &cl, const std::string &path, const std::vector<
 }
 
 int run(int argc, char **argv) {
-  CommandLine cl("needle-run", "needle-run MODEL|FILE.mlir [--layers N] --tokens 1,2,3 [options]",
+  CommandLine cl("needle-run", "needle-run MODEL|FILE.mlir [--layers N] --tokens 1,2,3|--no-tokens [options]",
                  {{"layers", "N", "ladder depth to run (default: all blocks)"},
                   {"tokens", "IDS", "comma-separated token ids"},
+                  {"no-tokens", "", "run no token: the outputs before any token (docs/model.md)"},
                   {"logits", "FILE", "write the last position's logits as raw little-endian f32"},
                   {"embedding", "FILE", "write the embedding as raw little-endian f32"},
                   {"lora", "FILE", "merge this LoRA adapter first"},
@@ -136,9 +146,7 @@ int run(int argc, char **argv) {
   if (!cl.parse(argc, argv))
     return 0;
   const std::string input = cl.onlyPositional("MODEL");
-  if (!cl.has("tokens"))
-    fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3");
-  const std::vector<int32_t> tokens = parseTokens(*cl.value("tokens"));
+  const std::vector<int32_t> tokens = tokensOf(cl);
   std::vector<std::string> inputs = {input};
   if (auto lora = cl.value("lora"))
     inputs.push_back(*lora);
