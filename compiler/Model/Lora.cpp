@@ -32,7 +32,10 @@ struct AdapterPair {
 } // namespace
 
 void mergeLora(Model &model, const std::filesystem::path &adapterPath) {
-  const SafetensorsFile file = SafetensorsFile::read(adapterPath);
+  mergeLora(model, SafetensorsFile::read(adapterPath));
+}
+
+void mergeLora(Model &model, const SafetensorsFile &file) {
   const std::string &p = file.path();
   const double alpha = metadataNumber(file, "lora_alpha"), rankValue = metadataNumber(file, "lora_r");
   // Bounded before the conversion, which is undefined for values past int64.
@@ -84,8 +87,8 @@ void mergeLora(Model &model, const std::filesystem::path &adapterPath) {
       }
     w.storage = Tensor::Storage::F32; // merged values are no longer exact in F16
   }
-  model.provenance.push_back(fmt::format("merged LoRA {} (r {}, alpha {}, {} tensors)", adapterPath.filename().string(),
-                                         rank, alpha, pairs.size()));
+  model.provenance.push_back(fmt::format("merged LoRA {} (r {}, alpha {}, {} tensors)",
+                                         std::filesystem::path(p).filename().string(), rank, alpha, pairs.size()));
 }
 
 } // namespace needle

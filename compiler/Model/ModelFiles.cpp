@@ -99,12 +99,16 @@ Tensor readPlain(const SafetensorsFile &file, const SafetensorsEntry &entry, con
 } // namespace
 
 Model loadSafetensorsModel(const fs::path &configPath, const fs::path &tensorsPath) {
-  Model model;
   std::vector<uint8_t> configBytes = readFile(configPath, kMaxConfigBytes);
-  model.config = parseConfig(std::string_view(reinterpret_cast<const char *>(configBytes.data()), configBytes.size()),
-                             configPath.string());
-  SafetensorsFile file = SafetensorsFile::read(tensorsPath);
-  const std::string source = tensorsPath.string();
+  const Config config = parseConfig(
+      std::string_view(reinterpret_cast<const char *>(configBytes.data()), configBytes.size()), configPath.string());
+  return modelFromSafetensors(config, SafetensorsFile::read(tensorsPath));
+}
+
+Model modelFromSafetensors(const Config &config, const SafetensorsFile &file) {
+  Model model;
+  model.config = config;
+  const std::string &source = file.path();
   std::set<std::string> claimed;
   for (const TensorSpec &spec : modelLayout(model.config)) {
     const std::string where = fmt::format("{}: tensor \"{}\"", source, spec.name);
@@ -133,7 +137,7 @@ Model loadSafetensorsModel(const fs::path &configPath, const fs::path &tensorsPa
   for (const auto &[name, t] : model.tensors)
     if (t.storage == Tensor::Storage::CQ && !model.codebooks.count(t.bits))
       model.codebooks[t.bits] = cq::codebook(cq::CodebookKind::Needle, t.bits);
-  model.provenance.push_back("read " + tensorsPath.filename().string());
+  model.provenance.push_back("read " + fs::path(source).filename().string());
   validateModel(model, source);
   return model;
 }
@@ -146,9 +150,8 @@ Model loadModel(const fs::path &path) {
     return loadSafetensorsModel(path / "config.json", path / "model.safetensors");
   if (path.extension() == ".safetensors")
     return loadSafetensorsModel(path.parent_path() / "config.json", path);
-  std::vector<uint8_t> bytes = readFile(path);
-  if (path.extension() == ".needle" || looksLikeNeedle(bytes))
-    return parseNeedle(bytes, path.string());
+  if (path.extension() == ".needle" || looksLikeNeedle(readFileHead(path, 12).bytes))
+    return parseNeedle(readNeedleFile(path), path.string());
   fail("{}: not a model: expected a .needle file, a directory with config.json and model.safetensors, "
        "or a .safetensors file",
        path.string());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "Model/Model.h"
+#include "Model/Safetensors.h"
 
 #include <filesystem>
 
@@ -13,6 +14,10 @@ Model loadModel(const std::filesystem::path &path);
 
 /// Reads config.json + safetensors (float or pre-quantized CQ tensors).
 Model loadSafetensorsModel(const std::filesystem::path &configPath, const std::filesystem::path &tensorsPath);
+
+/// The model `config` describes, with the tensors of `file` (loadSafetensorsModel once both are
+/// read; the fuzzers' in-memory entry point). Errors name file.path().
+Model modelFromSafetensors(const Config &config, const SafetensorsFile &file);
 
 /// Writes `dir`/config.json and `dir`/model.safetensors. CQ tensors are written pre-quantized
 /// (X.cq_idx, X.cq_norm, X.cq_bits) with their codebooks in the metadata.

@@ -3,6 +3,7 @@
 #include "Model/Layout.h"
 #include "Model/Validate.h"
 #include "Support/Error.h"
+#include "Support/Files.h"
 #include "Support/Half.h"
 #include "Support/RoundUp.h"
 #include "needle_generated.h"
@@ -158,12 +159,22 @@ bool looksLikeNeedle(std::span<const uint8_t> bytes) {
   return bytes.size() >= 12 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), true);
 }
 
-Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
+namespace {
+
+/// The header's size from a buffer's first bytes, checked against the file's `fileSize` bytes.
+uint32_t headerSizeOf(std::span<const uint8_t> bytes, uint64_t fileSize, std::string_view source) {
   if (!looksLikeNeedle(bytes))
     fail("{}: not a .needle file (no NEDL identifier)", source);
   const uint32_t headerSize = flatbuffers::ReadScalar<uint32_t>(bytes.data());
-  if (headerSize > bytes.size() - 4)
-    fail("{}: truncated: the header says {} bytes, the file has {}", source, uint64_t(headerSize) + 4, bytes.size());
+  if (headerSize > fileSize - 4)
+    fail("{}: truncated: the header says {} bytes, the file has {}", source, uint64_t(headerSize) + 4, fileSize);
+  return headerSize;
+}
+
+/// The verified header at the start of `bytes` (at least its size prefix + header), whose payload
+/// must end the file of `fileSize` bytes exactly.
+const fb::Model *verifiedHeader(std::span<const uint8_t> bytes, uint64_t fileSize, std::string_view source) {
+  const uint32_t headerSize = headerSizeOf(bytes, fileSize, source);
   flatbuffers::Verifier verifier(bytes.data(), headerSize + 4, /*max_depth=*/64, /*max_tables=*/1000000);
   if (!fb::VerifySizePrefixedModelBuffer(verifier))
     fail("{}: the FlatBuffers header failed verification (corrupt file)", source);
@@ -172,10 +183,26 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
     fail("{}: format_version {} is not supported (this needlec reads {})", source, root->format_version(),
          kNeedleFormatVersion);
   const uint64_t payloadStart = roundUp(headerSize + 4, kNeedleAlignment);
-  if (bytes.size() < payloadStart || bytes.size() - payloadStart != root->payload_size())
+  if (fileSize < payloadStart || fileSize - payloadStart != root->payload_size())
     fail("{}: truncated or padded: the payload should be {} bytes, the file holds {}", source, root->payload_size(),
-         bytes.size() < payloadStart ? 0 : bytes.size() - payloadStart);
-  const uint8_t *payload = bytes.data() + payloadStart;
+         fileSize < payloadStart ? 0 : fileSize - payloadStart);
+  return root;
+}
+
+} // namespace
+
+std::vector<uint8_t> readNeedleFile(const std::filesystem::path &path) {
+  const std::string source = path.string();
+  const FileHead prefix = readFileHead(path, 12);
+  const FileHead header = readFileHead(path, uint64_t(headerSizeOf(prefix.bytes, prefix.size, source)) + 4);
+  verifiedHeader(header.bytes, header.size, source);
+  return readFile(path);
+}
+
+Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
+  const fb::Model *root = verifiedHeader(bytes, bytes.size(), source);
+  const uint8_t *payload =
+      bytes.data() + roundUp(flatbuffers::ReadScalar<uint32_t>(bytes.data()) + 4, kNeedleAlignment);
 
   Model model;
   model.config = readConfig(root->config(), source);

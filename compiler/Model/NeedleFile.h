@@ -22,4 +22,9 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source);
 
 bool looksLikeNeedle(std::span<const uint8_t> bytes);
 
+/// The bytes of the .needle file at `path`, read header first: the size prefix and the verified
+/// FlatBuffers header are checked against the file's size before the payload is read, so a
+/// huge or sparse file whose header does not cover it is refused unread. Errors name the path.
+std::vector<uint8_t> readNeedleFile(const std::filesystem::path &path);
+
 } // namespace needle

@@ -101,12 +101,23 @@ SafetensorsEntry parseEntry(const std::string &name, const json::Value &v, const
 } // namespace
 
 SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
+  return load(path.string(), [&](uint64_t count) { return readFileHead(path, count); });
+}
+
+SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, std::string name) {
+  return load(std::move(name), [&](uint64_t count) {
+    const std::span<const uint8_t> head = bytes.first(std::min<uint64_t>(count, bytes.size()));
+    return FileHead{{head.begin(), head.end()}, bytes.size()};
+  });
+}
+
+SafetensorsFile SafetensorsFile::load(std::string name, const std::function<FileHead(uint64_t)> &readHead) {
   // The header first, checked against the file's size; then only the data its tensors cover, so a
   // huge (or sparse) file is refused or read in part, never read whole before any check.
   SafetensorsFile file;
-  file.path_ = path.string();
+  file.path_ = std::move(name);
   const std::string &p = file.path_;
-  const FileHead prefix = readFileHead(path, 8);
+  const FileHead prefix = readHead(8);
   if (prefix.bytes.size() < 8)
     fail("{}: truncated: {} bytes, too short for the safetensors header length", p, prefix.bytes.size());
   uint64_t headerBytes = 0;
@@ -118,7 +129,7 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
   if (headerBytes > prefix.size - 8)
     fail("{}: header length {} exceeds the file ({} bytes); truncated or not safetensors", p, headerBytes, prefix.size);
   file.dataStart_ = 8 + headerBytes;
-  const FileHead head = readFileHead(path, file.dataStart_);
+  const FileHead head = readHead(file.dataStart_);
   if (head.bytes.size() < file.dataStart_)
     fail("{}: truncated while reading its header", p);
   std::string_view headerText(reinterpret_cast<const char *>(head.bytes.data() + 8), headerBytes);
@@ -145,7 +156,7 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path &path) {
     dataEnd = std::max(dataEnd, entry.end);
     file.entries_.push_back(std::move(entry));
   }
-  file.file_ = readFileHead(path, file.dataStart_ + dataEnd).bytes;
+  file.file_ = readHead(file.dataStart_ + dataEnd).bytes;
   if (file.file_.size() < file.dataStart_ + dataEnd)
     fail("{}: truncated while reading its tensors (the file shrank)", p);
   std::vector<const SafetensorsEntry *> sorted;
@@ -190,8 +201,8 @@ std::vector<float> SafetensorsFile::floats(const SafetensorsEntry &entry) const 
   return values;
 }
 
-void writeSafetensors(const std::filesystem::path &path, const std::vector<SafetensorsWriteEntry> &entries,
-                      const std::map<std::string, std::string> &metadata) {
+std::vector<uint8_t> serializeSafetensors(const std::vector<SafetensorsWriteEntry> &entries,
+                                          const std::map<std::string, std::string> &metadata) {
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
@@ -224,7 +235,12 @@ void writeSafetensors(const std::filesystem::path &path, const std::vector<Safet
   out.insert(out.end(), header.begin(), header.end());
   for (const auto &entry : entries)
     out.insert(out.end(), entry.bytes.begin(), entry.bytes.end());
-  writeFile(path, out);
+  return out;
+}
+
+void writeSafetensors(const std::filesystem::path &path, const std::vector<SafetensorsWriteEntry> &entries,
+                      const std::map<std::string, std::string> &metadata) {
+  writeFile(path, serializeSafetensors(entries, metadata));
 }
 
 } // namespace needle

@@ -2,8 +2,11 @@
 // The reader validates the header completely before any tensor is touched.
 #pragma once
 
+#include "Support/Files.h"
+
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -30,6 +33,9 @@ public:
   /// size, offsets inside the file, no overlaps, no duplicate names. Errors name the path and
   /// the tensor.
   static SafetensorsFile read(const std::filesystem::path &path);
+  /// The same checks on a file's bytes already in memory (the fuzzers' entry point); errors
+  /// name `name`.
+  static SafetensorsFile parse(std::span<const uint8_t> bytes, std::string name);
 
   const std::string &path() const { return path_; }
   const std::vector<SafetensorsEntry> &entries() const { return entries_; }
@@ -41,6 +47,10 @@ public:
   std::vector<float> floats(const SafetensorsEntry &entry) const;
 
 private:
+  /// read() and parse(): `head(n)` gives the first n bytes (all of them when there are fewer)
+  /// and the whole size, so only what the header covers is ever read.
+  static SafetensorsFile load(std::string name, const std::function<FileHead(uint64_t)> &head);
+
   std::string path_;
   std::vector<uint8_t> file_;
   size_t dataStart_ = 0;
@@ -56,7 +66,11 @@ struct SafetensorsWriteEntry {
   std::vector<uint8_t> bytes;
 };
 
-/// Writes a safetensors file, tensors in the given order, data 8-byte aligned.
+/// A safetensors file's bytes, tensors in the given order, data 8-byte aligned.
+std::vector<uint8_t> serializeSafetensors(const std::vector<SafetensorsWriteEntry> &entries,
+                                          const std::map<std::string, std::string> &metadata);
+
+/// Writes serializeSafetensors' bytes to `path`.
 void writeSafetensors(const std::filesystem::path &path, const std::vector<SafetensorsWriteEntry> &entries,
                       const std::map<std::string, std::string> &metadata);
 

@@ -1,20 +1,12 @@
 // What the fuzz harnesses share (docs/reliability.md): a needle::Error is a correct answer to a
-// bad input, anything else is a finding; invariants trap; readers that only take a path read a
-// file of this process's own.
+// bad input, anything else is a finding; invariants trap. Every harness runs in memory.
 #pragma once
 
 #include "Support/Error.h"
-#include "Support/Files.h"
-
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <span>
-#include <string>
 #include <string_view>
-#include <system_error>
 
 namespace needle::fuzz {
 
@@ -64,36 +56,5 @@ template <typename Body> bool refuses(Body &&body) {
   }
   return false;
 }
-
-/// A directory of this process's own under the temp directory, removed at exit. The readers that
-/// take only a path read files written here, so fuzzing never opens anything else.
-class ScratchDir {
-public:
-  explicit ScratchDir(std::string_view name)
-      : dir_(std::filesystem::temp_directory_path() /
-             ("needle-fuzz-" + std::string(name) + "-" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(dir_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  ScratchDir(const ScratchDir &) = delete;
-  ScratchDir &operator=(const ScratchDir &) = delete;
-
-  std::filesystem::path path(std::string_view file) const { return dir_ / file; }
-  /// Writes `bytes` as `file` (called outside guarded(): a failure here is the harness's own).
-  std::filesystem::path write(std::string_view file, std::span<const uint8_t> bytes) const {
-    writeFile(path(file), bytes);
-    return path(file);
-  }
-  std::filesystem::path write(std::string_view file, std::string_view text) const {
-    writeFile(path(file), text);
-    return path(file);
-  }
-
-private:
-  std::filesystem::path dir_;
-};
 
 } // namespace needle::fuzz

@@ -1,7 +1,8 @@
 // fuzz-lora: a LoRA adapter (any bytes) merged by mergeLora (Model/Lora.h) into the tiny preset's
-// model, made once. mergeLora takes a path, so each input is written to this process's scratch
-// file. A merge changes only the tensors the adapter names (and the provenance), so a run
-// restores just those from the pristine model: copying the whole model would dominate the run.
+// model, made once, in memory: the adapter is read by SafetensorsFile::parse, the checks
+// SafetensorsFile::read makes on a file. A merge changes only the tensors the adapter names (and
+// the provenance), so a run restores just those from the pristine model: copying the whole model
+// would dominate the run.
 #include "FuzzHarness.h"
 #include "Model/Lora.h"
 #include "Model/Safetensors.h"
@@ -14,10 +15,10 @@ using namespace needle;
 namespace {
 
 /// Undoes whatever mergeLora(model, adapter) may have changed, fully merged or not.
-void restore(Model &model, const Model &pristine, const std::filesystem::path &adapter) {
+void restore(Model &model, const Model &pristine, std::span<const uint8_t> adapter) {
   model.provenance = pristine.provenance;
   try {
-    const SafetensorsFile file = SafetensorsFile::read(adapter);
+    const SafetensorsFile file = SafetensorsFile::parse(adapter, "adapter.safetensors");
     for (const SafetensorsEntry &entry : file.entries()) {
       // "X.lora_A" and "X.lora_B" name X; other names make mergeLora fail before any change.
       const std::string target = entry.name.substr(0, entry.name.size() - std::min<size_t>(7, entry.name.size()));
@@ -32,11 +33,10 @@ void restore(Model &model, const Model &pristine, const std::filesystem::path &a
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const fuzz::ScratchDir scratch("lora");
   static const Model pristine = synthesizeModel(presetConfig("tiny"), 1, SynthInit::Spread);
   static Model model = pristine;
-  const std::filesystem::path adapter = scratch.write("adapter.safetensors", {data, size});
-  fuzz::guarded([&] { mergeLora(model, adapter); });
+  const std::span<const uint8_t> adapter(data, size);
+  fuzz::guarded([&] { mergeLora(model, SafetensorsFile::parse(adapter, "adapter.safetensors")); });
   restore(model, pristine, adapter);
   return 0;
 }

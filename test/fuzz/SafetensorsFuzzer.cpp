@@ -1,7 +1,8 @@
-// fuzz-safetensors: the safetensors reader (Model/Safetensors.h) on any bytes. A file it accepts
-// must decode (floats()), survive writeSafetensors and a second read unchanged, and go through
-// the model loader (Model/ModelFiles.h) as the tensors of the small seed model's config.json,
-// then through quantization, as every tool prepares a model.
+// fuzz-safetensors: the safetensors reader (Model/Safetensors.h) on any bytes, in memory
+// (SafetensorsFile::parse makes read()'s checks). A file it accepts must decode (floats()),
+// survive serializeSafetensors and a second parse unchanged, and go through the model loader
+// (modelFromSafetensors, Model/ModelFiles.h) as the tensors of the small seed model's
+// config.json, then through quantization, as every tool prepares a model.
 #include "FuzzHarness.h"
 #include "Model/ModelFiles.h"
 #include "Model/Quantize.h"
@@ -16,16 +17,15 @@ namespace {
 
 /// Writes the accepted file's tensors and metadata back and reads them again: the same tensors
 /// (names, dtypes, shapes, bytes, in order) and the same metadata.
-void checkRoundTrip(const SafetensorsFile &file, const fuzz::ScratchDir &scratch) {
+void checkRoundTrip(const SafetensorsFile &file) {
   std::vector<SafetensorsWriteEntry> written;
   for (const SafetensorsEntry &entry : file.entries()) {
     const std::span<const uint8_t> bytes = file.bytes(entry);
     written.push_back({entry.name, entry.dtype, entry.shape, {bytes.begin(), bytes.end()}});
   }
-  const std::filesystem::path path = scratch.path("again.safetensors");
-  fuzz::mustAccept("writing the tensors back", [&] { writeSafetensors(path, written, file.metadata()); });
+  const std::vector<uint8_t> bytes = serializeSafetensors(written, file.metadata());
   const SafetensorsFile again =
-      fuzz::mustAccept("reading the written file", [&] { return SafetensorsFile::read(path); });
+      fuzz::mustAccept("reading the written file", [&] { return SafetensorsFile::parse(bytes, "written"); });
   NEEDLE_FUZZ_CHECK(again.metadata() == file.metadata());
   NEEDLE_FUZZ_CHECK(again.entries().size() == written.size());
   for (size_t i = 0; i < written.size(); ++i) {
@@ -40,16 +40,14 @@ void checkRoundTrip(const SafetensorsFile &file, const fuzz::ScratchDir &scratch
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const fuzz::ScratchDir scratch("safetensors");
-  static const std::filesystem::path config = scratch.write("config.json", fuzz::kSmallConfig);
-  const std::filesystem::path path = scratch.write("model.safetensors", {data, size});
+  static const Config config = parseConfig(fuzz::kSmallConfig, "config.json");
   return fuzz::guarded([&] {
-    const SafetensorsFile file = SafetensorsFile::read(path);
+    const SafetensorsFile file = SafetensorsFile::parse({data, size}, "model.safetensors");
     for (const SafetensorsEntry &entry : file.entries())
       if (entry.dtype == DType::F32 || entry.dtype == DType::F16 || entry.dtype == DType::BF16)
         NEEDLE_FUZZ_CHECK(file.floats(entry).size() == static_cast<size_t>(entry.elements()));
-    checkRoundTrip(file, scratch);
-    Model model = loadSafetensorsModel(config, path);
+    checkRoundTrip(file);
+    Model model = modelFromSafetensors(config, file);
     quantizeModel(model, std::nullopt);
   });
 }
