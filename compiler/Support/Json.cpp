@@ -36,14 +36,11 @@ const char *Value::kindName(Kind kind) {
 namespace {
 
 constexpr int kMaxDepth = 64;
-// A parsed value takes ~100 bytes whatever its text, so "[0,0,0,...]" would cost 50 times its
-// size; counting values bounds the tree (~200 MB at most). A config has a few hundred values,
-// the safetensors header of a 1024-block model about half a million.
-constexpr size_t kMaxValues = size_t(1) << 20;
 
 class Parser {
 public:
-  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+  Parser(std::string_view text, std::string_view source, size_t maxValues)
+      : text_(text), source_(source), maxValues_(maxValues) {}
 
   Value parseDocument() {
     Value value = parseValue(0);
@@ -92,8 +89,8 @@ private:
   Value parseValue(int depth) {
     if (depth > kMaxDepth)
       error("nesting is too deep");
-    if (++values_ > kMaxValues)
-      error(fmt::format("more than {} values", kMaxValues));
+    if (++values_ > maxValues_)
+      error(fmt::format("more than {} values", maxValues_));
     skipSpace();
     Value value;
     switch (peek()) {
@@ -339,12 +336,15 @@ private:
   std::string_view text_;
   std::string_view source_;
   size_t pos_ = 0;
+  size_t maxValues_;
   size_t values_ = 0;
 };
 
 } // namespace
 
-Value parse(std::string_view text, std::string_view source) { return Parser(text, source).parseDocument(); }
+Value parse(std::string_view text, std::string_view source, size_t maxValues) {
+  return Parser(text, source, maxValues).parseDocument();
+}
 
 void appendQuoted(std::string &out, std::string_view text) {
   out += '"';

@@ -40,8 +40,14 @@ public:
 
 inline Value::~Value() = default;
 
-/// Parses `text`; errors read "<source>: line L, column C: <problem>".
-Value parse(std::string_view text, std::string_view source);
+/// Values one parse may make by default: a parsed value takes ~100 bytes whatever its text, so
+/// "[0,0,0,...]" would cost 50 times its size; counting values bounds the tree. A config has a
+/// few hundred values, the safetensors header of a 1024-block model about half a million.
+inline constexpr size_t kMaxValues = size_t(1) << 20;
+
+/// Parses `text` into at most `maxValues` values; errors read "<source>: line L, column C:
+/// <problem>".
+Value parse(std::string_view text, std::string_view source, size_t maxValues = kMaxValues);
 
 /// Compact JSON text of a value (numbers in shortest round-trip form).
 std::string serialize(const Value &value);

@@ -1,0 +1,45 @@
+// tokenizer-summary FILE: what needlec read from a tokenizer.json (compiler/Tokenizer), as one
+// JSON line that test/tokenizer/summary.py compares with its own reading of the same file.
+#include "Support/CommandLine.h"
+#include "Support/Error.h"
+#include "Tokenizer/TokenizerJson.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace needle;
+using namespace needle::tokenizer;
+
+namespace {
+
+template <typename Step> std::vector<int> kinds(const std::vector<Step> &steps) {
+  std::vector<int> out;
+  for (const Step &step : steps)
+    out.push_back(static_cast<int>(step.kind));
+  return out;
+}
+
+int run(int argc, char **argv) {
+  if (argc != 2)
+    fail("usage: tokenizer-summary FILE");
+  const TokenizerSpec spec = readTokenizerJson(argv[1]);
+  const auto tokens = std::count_if(spec.model.vocab.begin(), spec.model.vocab.end(),
+                                    [](const std::string &token) { return !token.empty(); });
+  const auto special = std::count_if(spec.added.begin(), spec.added.end(), [](const AddedToken &t) { return t.special; });
+  std::printf("%s\n", fmt::format(R"({{"ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
+                                  R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
+                                  R"("pre_tokenizer": [{}], "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
+                                  spec.idCount(), tokens, spec.model.merges.size(), spec.added.size(), special,
+                                  spec.model.byteFallback, spec.model.ignoreMerges, fmt::join(kinds(spec.normalizer), ", "),
+                                  fmt::join(kinds(spec.preTokenizer), ", "), fmt::join(kinds(spec.decoder), ", "),
+                                  fmt::join(spec.prefixIds, ", "), fmt::join(spec.suffixIds, ", "))
+                          .c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return runTool("tokenizer-summary", run, argc, argv); }

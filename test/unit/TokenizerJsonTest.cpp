@@ -1,0 +1,137 @@
+// Reading tokenizer.json (compiler/Tokenizer/TokenizerJson.h): what a small byte-level and a
+// small SentencePiece-style tokenizer become, and the one-line errors naming the JSON path.
+#include "Tokenizer/TokenizerJson.h"
+
+#include "Support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace needle::tokenizer {
+namespace {
+
+/// A byte-level BPE in the shape of Llama 3's and Qwen's, with `model`, `added` and
+/// `post` substituted.
+std::string byteLevel(const std::string &model, const std::string &added = "[]",
+                      const std::string &post = R"({"type": "ByteLevel"})") {
+  return R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": )" + added +
+         R"(, "normalizer": {"type": "NFC"},
+  "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\s+"}, "behavior": "Isolated", "invert": false},
+    {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]},
+  "post_processor": )" +
+         post + R"(, "decoder": {"type": "ByteLevel"}, "model": )" + model + "}";
+}
+
+const std::string kModel =
+    R"({"type": "BPE", "dropout": null, "unk_token": null, "fuse_unk": false, "byte_fallback": false,
+        "ignore_merges": true, "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġab": 4},
+        "merges": ["a b", ["Ġ", "ab"]]})";
+
+std::string errorOf(const std::string &text) {
+  try {
+    parseTokenizerJson(text, "tok.json");
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TokenizerJson, ReadsAByteLevelBpe) {
+  const TokenizerSpec spec = parseTokenizerJson(
+      byteLevel(kModel, R"([{"id": 5, "content": "<|end|>", "single_word": false, "lstrip": false,
+                            "rstrip": false, "normalized": false, "special": true}])"),
+      "tok.json");
+  EXPECT_EQ(spec.model.vocab, (std::vector<std::string>{"a", "b", "ab", "Ġ", "Ġab"}));
+  ASSERT_EQ(spec.model.merges.size(), 2u);
+  EXPECT_EQ(spec.model.merges[1], (std::pair<int32_t, int32_t>{3, 2}));
+  EXPECT_EQ(spec.model.mergedIds, (std::vector<int32_t>{2, 4}));
+  EXPECT_TRUE(spec.model.ignoreMerges);
+  ASSERT_EQ(spec.added.size(), 1u);
+  EXPECT_TRUE(spec.added[0].special);
+  EXPECT_EQ(spec.idCount(), 6);
+  ASSERT_EQ(spec.normalizer.size(), 1u);
+  EXPECT_EQ(spec.normalizer[0].kind, NormalizerStep::Kind::Nfc);
+  ASSERT_EQ(spec.preTokenizer.size(), 2u);
+  EXPECT_EQ(spec.preTokenizer[0].pattern, R"(\p{L}+|\s+)");
+  EXPECT_FALSE(spec.preTokenizer[1].useRegex);
+  EXPECT_TRUE(spec.prefixIds.empty());
+}
+
+TEST(TokenizerJson, ReadsASentencePieceStyleBpeAndItsTemplate) {
+  const std::string text = R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                      "normalized": false, "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+    "pre_tokenizer": null,
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+      "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]}}},
+    "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+               {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "continuing_subword_prefix": null,
+              "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
+              "vocab": {"<s>": 0, "<unk>": 1, "<0x41>": 2, "▁": 3, "a": 4, "▁a": 5}, "merges": ["▁ a"]}})";
+  const TokenizerSpec spec = parseTokenizerJson(text, "tok.json");
+  EXPECT_EQ(spec.model.unk, 1);
+  EXPECT_TRUE(spec.model.byteFallback);
+  ASSERT_EQ(spec.normalizer.size(), 2u);
+  EXPECT_EQ(spec.normalizer[1].replacement, "▁");
+  ASSERT_EQ(spec.decoder.size(), 4u);
+  EXPECT_EQ(spec.decoder[3].start, 1);
+  EXPECT_EQ(spec.prefixIds, (std::vector<int32_t>{0}));
+  EXPECT_TRUE(spec.suffixIds.empty());
+}
+
+TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
+  EXPECT_EQ(errorOf(byteLevel(R"({"type": "WordPiece", "vocab": {}})")),
+            "tok.json: model.type: model \"WordPiece\" is not supported (BPE only)");
+  std::string nfd = byteLevel(kModel);
+  nfd.replace(nfd.find(R"("type": "NFC")"), 13, R"("type": "NFD")");
+  EXPECT_EQ(errorOf(nfd),
+            "tok.json: normalizer.type: normalizer \"NFD\" is not supported (NFC, NFKC, Prepend, Replace, Sequence)");
+  std::string merged = byteLevel(kModel);
+  merged.replace(merged.find(R"("Isolated")"), 10, R"("MergedWithPrevious")");
+  EXPECT_EQ(errorOf(merged),
+            "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not supported (Isolated only)");
+  EXPECT_EQ(errorOf(byteLevel(kModel, "[]", R"({"type": "RobertaProcessing"})")),
+            "tok.json: post_processor.type: post-processor \"RobertaProcessing\" is not supported (TemplateProcessing, "
+            "ByteLevel)");
+  std::string extra = byteLevel(kModel);
+  extra.replace(extra.find(R"("dropout": null)"), 15, R"("dropout": null, "cache_capacity": 10)");
+  EXPECT_EQ(errorOf(extra), "tok.json: model.cache_capacity: unknown field; needlec does not support it");
+}
+
+TEST(TokenizerJson, BadVocabulariesAndMergesAreErrors) {
+  auto model = [](const std::string &vocab, const std::string &merges) {
+    return byteLevel(R"({"type": "BPE", "vocab": )" + vocab + R"(, "merges": )" + merges + "}");
+  };
+  EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 0})", "[]")), "tok.json: model.vocab.b: id 0 is also \"a\"'s");
+  EXPECT_EQ(errorOf(model(R"({"a": 16777216})", "[]")), "tok.json: model.vocab.a: 16777216 is outside 0..16777215");
+  EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 1})", R"(["a c"])")),
+            "tok.json: model.merges[0]: \"c\" is not in the vocabulary");
+  EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 1})", R"(["a b"])")),
+            "tok.json: model.merges[0]: \"ab\" is not in the vocabulary");
+  EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 1, "ab": 2})", R"(["a b", ["a", "b"]])")),
+            "tok.json: model.merges[1]: \"a\" + \"b\" is merged twice");
+  EXPECT_EQ(errorOf(model(R"({"a": 0})", R"(["a  a"])")),
+            "tok.json: model.merges[0]: \"a  a\" is not two tokens separated by one space");
+}
+
+TEST(TokenizerJson, BadAddedTokensAreErrors) {
+  auto added = [](const std::string &tokens) { return byteLevel(kModel, tokens); };
+  EXPECT_EQ(errorOf(added(R"([{"id": 0, "content": "z"}])")),
+            "tok.json: added_tokens[0].content: \"z\" has id 0, which the vocabulary gives \"a\"");
+  EXPECT_EQ(errorOf(added(R"([{"id": 9, "content": "x"}, {"id": 9, "content": "y"}])")),
+            "tok.json: added_tokens[1].id: id 9 is added twice");
+  std::string many = "[";
+  for (size_t i = 0; i <= kMaxAddedTokens; ++i)
+    many += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(100 + i) + ",\"content\":\"t" + std::to_string(i) + "\"}";
+  EXPECT_EQ(errorOf(added(many + "]")), "tok.json: added_tokens: 65537 added tokens, more than the 65536 needlec takes");
+  EXPECT_NE(errorOf(byteLevel(kModel).substr(0, 200)).find("tok.json: line"), std::string::npos);
+}
+
+} // namespace
+} // namespace needle::tokenizer
