@@ -350,9 +350,8 @@ int64_t TokenizerSpec::idCount() const {
 TokenizerSpec parseTokenizerJson(std::string_view text, std::string_view source) {
   const Value document = json::parse(text, source, kMaxTokenizerJsonValues);
   const Node root(document, "", source);
-  root.onlyMembers(
-      {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder",
-       "model"});
+  root.onlyMembers({"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor",
+                    "decoder", "model"});
   for (const char *unused : {"truncation", "padding"})
     if (!root.member(unused).isNull())
       root.member(unused).fail("only null is supported (the caller decides the length)");

@@ -30,12 +30,12 @@ struct NormalizerStep {
 struct PreTokenizerStep {
   enum class Kind { Split, ByteLevel, Metaspace };
   Kind kind;
-  std::string pattern;           // Split: the regex (Oniguruma syntax, as written)
-  bool addPrefixSpace = false;   // ByteLevel
-  bool useRegex = false;         // ByteLevel: GPT-2's own split first
-  std::string replacement;       // Metaspace: "▁"
-  std::string prependScheme;     // Metaspace: "always", "first" or "never"
-  bool split = false;            // Metaspace: split on the replacement
+  std::string pattern;         // Split: the regex (Oniguruma syntax, as written)
+  bool addPrefixSpace = false; // ByteLevel
+  bool useRegex = false;       // ByteLevel: GPT-2's own split first
+  std::string replacement;     // Metaspace: "▁"
+  std::string prependScheme;   // Metaspace: "always", "first" or "never"
+  bool split = false;          // Metaspace: split on the replacement
 };
 
 /// A decoder step, in order.

@@ -29,5 +29,5 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (line === "")
     continue;
   const ids = tokenizer.encode(JSON.parse(line), { add_special_tokens: false }).ids;
-  console.log(JSON.stringify({ ids, decoded: tokenizer.decode(ids) }));
+  console.log(JSON.stringify({ ids, decoded: ids.length ? tokenizer.decode(ids) : "" }));
 }

@@ -28,15 +28,17 @@ int run(int argc, char **argv) {
   const TokenizerSpec spec = readTokenizerJson(argv[1]);
   const auto tokens = std::count_if(spec.model.vocab.begin(), spec.model.vocab.end(),
                                     [](const std::string &token) { return !token.empty(); });
-  const auto special = std::count_if(spec.added.begin(), spec.added.end(), [](const AddedToken &t) { return t.special; });
-  std::printf("%s\n", fmt::format(R"({{"ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
-                                  R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
-                                  R"("pre_tokenizer": [{}], "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
-                                  spec.idCount(), tokens, spec.model.merges.size(), spec.added.size(), special,
-                                  spec.model.byteFallback, spec.model.ignoreMerges, fmt::join(kinds(spec.normalizer), ", "),
-                                  fmt::join(kinds(spec.preTokenizer), ", "), fmt::join(kinds(spec.decoder), ", "),
-                                  fmt::join(spec.prefixIds, ", "), fmt::join(spec.suffixIds, ", "))
-                          .c_str());
+  const auto special =
+      std::count_if(spec.added.begin(), spec.added.end(), [](const AddedToken &t) { return t.special; });
+  std::printf("%s\n",
+              fmt::format(R"({{"ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
+                          R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
+                          R"("pre_tokenizer": [{}], "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
+                          spec.idCount(), tokens, spec.model.merges.size(), spec.added.size(), special,
+                          spec.model.byteFallback, spec.model.ignoreMerges, fmt::join(kinds(spec.normalizer), ", "),
+                          fmt::join(kinds(spec.preTokenizer), ", "), fmt::join(kinds(spec.decoder), ", "),
+                          fmt::join(spec.prefixIds, ", "), fmt::join(spec.suffixIds, ", "))
+                  .c_str());
   return 0;
 }
 

@@ -39,10 +39,10 @@ std::string errorOf(const std::string &text) {
 }
 
 TEST(TokenizerJson, ReadsAByteLevelBpe) {
-  const TokenizerSpec spec = parseTokenizerJson(
-      byteLevel(kModel, R"([{"id": 5, "content": "<|end|>", "single_word": false, "lstrip": false,
+  const TokenizerSpec spec =
+      parseTokenizerJson(byteLevel(kModel, R"([{"id": 5, "content": "<|end|>", "single_word": false, "lstrip": false,
                             "rstrip": false, "normalized": false, "special": true}])"),
-      "tok.json");
+                         "tok.json");
   EXPECT_EQ(spec.model.vocab, (std::vector<std::string>{"a", "b", "ab", "Ġ", "Ġab"}));
   ASSERT_EQ(spec.model.merges.size(), 2u);
   EXPECT_EQ(spec.model.merges[1], (std::pair<int32_t, int32_t>{3, 2}));
@@ -94,8 +94,9 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
             "tok.json: normalizer.type: normalizer \"NFD\" is not supported (NFC, NFKC, Prepend, Replace, Sequence)");
   std::string merged = byteLevel(kModel);
   merged.replace(merged.find(R"("Isolated")"), 10, R"("MergedWithPrevious")");
-  EXPECT_EQ(errorOf(merged),
-            "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not supported (Isolated only)");
+  EXPECT_EQ(
+      errorOf(merged),
+      "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not supported (Isolated only)");
   EXPECT_EQ(errorOf(byteLevel(kModel, "[]", R"({"type": "RobertaProcessing"})")),
             "tok.json: post_processor.type: post-processor \"RobertaProcessing\" is not supported (TemplateProcessing, "
             "ByteLevel)");
@@ -129,7 +130,8 @@ TEST(TokenizerJson, BadAddedTokensAreErrors) {
   std::string many = "[";
   for (size_t i = 0; i <= kMaxAddedTokens; ++i)
     many += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(100 + i) + ",\"content\":\"t" + std::to_string(i) + "\"}";
-  EXPECT_EQ(errorOf(added(many + "]")), "tok.json: added_tokens: 65537 added tokens, more than the 65536 needlec takes");
+  EXPECT_EQ(errorOf(added(many + "]")),
+            "tok.json: added_tokens: 65537 added tokens, more than the 65536 needlec takes");
   EXPECT_NE(errorOf(byteLevel(kModel).substr(0, 200)).find("tok.json: line"), std::string::npos);
 }
 

@@ -1,0 +1,204 @@
+#include "Tokenizer/ReferenceTokenizer.h"
+
+#include "Support/Error.h"
+#include "Tokenizer/Unicode.h"
+
+#include <array>
+
+namespace needle::tokenizer {
+
+namespace {
+
+/// GPT-2's byte-level alphabet: printable bytes stand for themselves, the other 68 for the code
+/// points from 256 up, in byte order.
+const std::array<char32_t, 256> &byteLevelAlphabet() {
+  static const std::array<char32_t, 256> alphabet = [] {
+    std::array<char32_t, 256> out{};
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      out[b] = printable ? static_cast<char32_t>(b) : next++;
+    }
+    return out;
+  }();
+  return alphabet;
+}
+
+/// Applies the normalizer's steps to the valid UTF-8 runs of `text` (invalid bytes stay).
+std::string normalize(const std::vector<NormalizerStep> &steps, std::string text) {
+  for (const NormalizerStep &step : steps) {
+    switch (step.kind) {
+    case NormalizerStep::Kind::Nfc:
+    case NormalizerStep::Kind::Nfkc: {
+      const std::vector<char32_t> points = decodeUtf8(text);
+      std::string out;
+      for (size_t begin = 0; begin < points.size();) {
+        size_t end = begin;
+        while (end < points.size() && (points[end] >= kInvalidByte) == (points[begin] >= kInvalidByte))
+          ++end;
+        const std::string run = encodeUtf8(points, begin, end);
+        const NormalForm form = step.kind == NormalizerStep::Kind::Nfc ? NormalForm::Nfc : NormalForm::Nfkc;
+        out += points[begin] >= kInvalidByte ? run : normalizeText(run, form);
+        begin = end;
+      }
+      text = std::move(out);
+      break;
+    }
+    case NormalizerStep::Kind::Prepend:
+      if (!text.empty())
+        text = step.text + text;
+      break;
+    case NormalizerStep::Kind::Replace: {
+      std::string out;
+      for (size_t at = 0;;) {
+        const size_t found = text.find(step.text, at);
+        out += text.substr(at, found - at);
+        if (found == std::string::npos)
+          break;
+        out += step.replacement;
+        at = found + step.text.size();
+      }
+      text = std::move(out);
+      break;
+    }
+    }
+  }
+  return text;
+}
+
+} // namespace
+
+ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) : spec_(std::move(spec)) {
+  auto unsupported = [&](std::string_view what) {
+    fail("{}: {} is not supported by needlec's tokenizer yet (docs/tokenizer.md)", source, what);
+  };
+  for (size_t i = 0; i < spec_.preTokenizer.size(); ++i) {
+    const PreTokenizerStep &step = spec_.preTokenizer[i];
+    switch (step.kind) {
+    case PreTokenizerStep::Kind::Split:
+      splits_.emplace_back(step.pattern, fmt::format("{}: pre_tokenizer step {}", source, i));
+      break;
+    case PreTokenizerStep::Kind::ByteLevel:
+      if (step.addPrefixSpace || step.useRegex)
+        unsupported("a ByteLevel pre-tokenizer with add_prefix_space or use_regex");
+      byteLevel_ = true;
+      break;
+    case PreTokenizerStep::Kind::Metaspace:
+      unsupported("the Metaspace pre-tokenizer");
+    }
+  }
+  for (const AddedToken &token : spec_.added)
+    if (token.lstrip || token.rstrip || token.singleWord || token.normalized)
+      unsupported(fmt::format("added token \"{}\" with lstrip, rstrip, single_word or normalized", token.content));
+  for (size_t id = 0; id < spec_.model.vocab.size(); ++id)
+    if (!spec_.model.vocab[id].empty())
+      ids_.emplace(spec_.model.vocab[id], static_cast<int32_t>(id));
+  for (size_t rank = 0; rank < spec_.model.merges.size(); ++rank)
+    merges_.emplace(spec_.model.merges[rank], std::pair{static_cast<int32_t>(rank), spec_.model.mergedIds[rank]});
+  if (spec_.model.byteFallback)
+    for (int b = 0; b < 256; ++b)
+      if (!ids_.count(fmt::format("<0x{:02X}>", b)))
+        fail("{}: model.vocab: a byte_fallback vocabulary lacks \"<0x{:02X}>\"", source, b);
+  if (byteLevel_)
+    for (char32_t c : byteLevelAlphabet()) {
+      std::string symbol;
+      appendUtf8(symbol, c);
+      if (!ids_.count(symbol))
+        fail("{}: model.vocab: a byte-level vocabulary lacks the byte token \"{}\"", source, symbol);
+    }
+}
+
+std::vector<int32_t> ReferenceTokenizer::encode(std::string_view text, bool addSpecial) const {
+  std::vector<int32_t> ids;
+  if (addSpecial)
+    ids = spec_.prefixIds;
+  // Added tokens first: at each position the longest added token that starts there, else one
+  // byte more of ordinary text.
+  size_t segment = 0;
+  for (size_t at = 0; at < text.size();) {
+    const AddedToken *best = nullptr;
+    for (const AddedToken &token : spec_.added)
+      if (text.substr(at, token.content.size()) == token.content && (!best || token.content.size() > best->content.size()))
+        best = &token;
+    if (!best) {
+      ++at;
+      continue;
+    }
+    encodeSegment(text.substr(segment, at - segment), ids);
+    ids.push_back(best->id);
+    at += best->content.size();
+    segment = at;
+  }
+  encodeSegment(text.substr(segment), ids);
+  if (addSpecial)
+    ids.insert(ids.end(), spec_.suffixIds.begin(), spec_.suffixIds.end());
+  return ids;
+}
+
+void ReferenceTokenizer::encodeSegment(std::string_view text, std::vector<int32_t> &ids) const {
+  if (text.empty())
+    return;
+  const std::string normalized = normalize(spec_.normalizer, std::string(text));
+  std::vector<std::string> pieces = {normalized};
+  for (const Regex &split : splits_) {
+    std::vector<std::string> next;
+    for (const std::string &piece : pieces) {
+      const std::vector<char32_t> points = decodeUtf8(piece);
+      for (const auto &[begin, end] : split.splitIsolated(points))
+        next.push_back(encodeUtf8(points, begin, end));
+    }
+    pieces = std::move(next);
+  }
+  for (const std::string &piece : pieces) {
+    if (!byteLevel_) {
+      encodeWord(piece, ids);
+      continue;
+    }
+    std::string word;
+    for (unsigned char b : piece)
+      appendUtf8(word, byteLevelAlphabet()[b]);
+    encodeWord(word, ids);
+  }
+}
+
+void ReferenceTokenizer::encodeWord(std::string_view word, std::vector<int32_t> &ids) const {
+  const BpeModel &model = spec_.model;
+  if (model.ignoreMerges)
+    if (auto it = ids_.find(std::string(word)); it != ids_.end()) {
+      ids.push_back(it->second);
+      return;
+    }
+  // One symbol per character; a character outside the vocabulary becomes its bytes' <0xXX>
+  // tokens (byte_fallback) or the unknown token (consecutive ones fused with fuse_unk).
+  std::vector<int32_t> symbols;
+  const std::vector<char32_t> points = decodeUtf8(word);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string character = encodeUtf8(points, i, i + 1);
+    if (auto it = ids_.find(character); it != ids_.end()) {
+      symbols.push_back(it->second);
+    } else if (model.byteFallback) {
+      for (unsigned char b : character)
+        symbols.push_back(ids_.at(fmt::format("<0x{:02X}>", b)));
+    } else if (model.unk) {
+      if (!(model.fuseUnk && !symbols.empty() && symbols.back() == *model.unk))
+        symbols.push_back(*model.unk);
+    } else {
+      fail("a character is in no token, and the tokenizer has neither byte_fallback nor unk_token");
+    }
+  }
+  // Merge the adjacent pair of the lowest rank, the leftmost of equals, until none merges.
+  for (;;) {
+    size_t best = symbols.size();
+    std::pair<int32_t, int32_t> bestMerge{INT32_MAX, -1};
+    for (size_t i = 0; i + 1 < symbols.size(); ++i)
+      if (auto it = merges_.find({symbols[i], symbols[i + 1]}); it != merges_.end() && it->second.first < bestMerge.first)
+        best = i, bestMerge = it->second;
+    if (best == symbols.size())
+      break;
+    symbols[best] = bestMerge.second;
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
+}
+
+} // namespace needle::tokenizer

@@ -1,0 +1,42 @@
+// The reference tokenizer: a TokenizerSpec's encoding written plainly from the format's
+// definition (docs/tokenizer.md), checked against @huggingface/tokenizers on real tokenizer
+// files. It is the oracle the compiled encoder will be checked against, as the reference
+// interpreter is for the model. Plain C++, no MLIR.
+#pragma once
+
+#include "Tokenizer/Regex.h"
+#include "Tokenizer/TokenizerSpec.h"
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace needle::tokenizer {
+
+class ReferenceTokenizer {
+public:
+  /// Fails, naming `source`, for the parts of a valid spec it does not encode yet.
+  ReferenceTokenizer(TokenizerSpec spec, std::string source);
+
+  /// The ids of `text` (any bytes; c-interface.md says what invalid UTF-8 becomes), with the
+  /// post-processor's tokens around them when `addSpecial`.
+  std::vector<int32_t> encode(std::string_view text, bool addSpecial = false) const;
+
+  const TokenizerSpec &spec() const { return spec_; }
+
+private:
+  /// The ids of a text between added tokens.
+  void encodeSegment(std::string_view text, std::vector<int32_t> &ids) const;
+  /// BPE on one pre-token, spelled in the vocabulary's alphabet.
+  void encodeWord(std::string_view word, std::vector<int32_t> &ids) const;
+
+  TokenizerSpec spec_;
+  std::unordered_map<std::string, int32_t> ids_;
+  std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_; // pair -> (rank, merged id)
+  std::vector<Regex> splits_;                                                  // the Split steps, in order
+  bool byteLevel_ = false;
+};
+
+} // namespace needle::tokenizer

@@ -1,0 +1,108 @@
+#include "Tokenizer/Unicode.h"
+
+#include "Support/Error.h"
+
+#include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+
+namespace needle::tokenizer {
+
+namespace {
+
+/// The length of the valid UTF-8 sequence at text[i], or 0.
+size_t sequenceLength(std::string_view text, size_t i, char32_t &c) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
+                                  : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+  if (length == 0 || i + length > text.size())
+    return 0;
+  c = length == 1 ? lead : lead & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80)
+      return 0;
+    c = c << 6 | (byte(i + k) & 0x3F);
+  }
+  const bool overlong = (length == 3 && c < 0x800) || (length == 4 && c < 0x10000);
+  return overlong || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? 0 : length;
+}
+
+std::string normalize(std::string_view text, const icu::Normalizer2 &normalizer) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::UnicodeString normalized =
+      normalizer.normalize(icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size())), status);
+  if (U_FAILURE(status))
+    fail("internal: ICU cannot normalize a text: {}", u_errorName(status));
+  std::string out;
+  normalized.toUTF8String(out);
+  return out;
+}
+
+} // namespace
+
+std::vector<char32_t> decodeUtf8(std::string_view text) {
+  std::vector<char32_t> out;
+  for (size_t i = 0; i < text.size();) {
+    char32_t c = 0;
+    const size_t length = sequenceLength(text, i, c);
+    out.push_back(length ? c : kInvalidByte + static_cast<unsigned char>(text[i]));
+    i += length ? length : 1;
+  }
+  return out;
+}
+
+void appendUtf8(std::string &out, char32_t c) {
+  if (c >= kInvalidByte) {
+    out += static_cast<char>(c - kInvalidByte);
+  } else if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | c >> 6);
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | c >> 12);
+    out += static_cast<char>(0x80 | (c >> 6 & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | c >> 18);
+    out += static_cast<char>(0x80 | (c >> 12 & 0x3F));
+    out += static_cast<char>(0x80 | (c >> 6 & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, size_t end) {
+  std::string out;
+  for (size_t i = begin; i < end; ++i)
+    appendUtf8(out, codePoints[i]);
+  return out;
+}
+
+uint32_t categoryMask(std::string_view name) {
+  const int32_t mask = u_getPropertyValueEnum(UCHAR_GENERAL_CATEGORY_MASK, std::string(name).c_str());
+  return mask == UCHAR_INVALID_CODE ? 0 : static_cast<uint32_t>(mask);
+}
+
+bool inCategories(char32_t c, uint32_t mask) {
+  return c < kInvalidByte && (U_GET_GC_MASK(static_cast<UChar32>(c)) & mask) != 0;
+}
+
+bool isWhiteSpace(char32_t c) {
+  return c < kInvalidByte && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_WHITE_SPACE);
+}
+
+char32_t foldCase(char32_t c) {
+  return c < kInvalidByte ? static_cast<char32_t>(u_foldCase(static_cast<UChar32>(c), U_FOLD_CASE_DEFAULT)) : c;
+}
+
+std::string normalizeText(std::string_view text, NormalForm form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2 *normalizer = form == NormalForm::Nfc ? icu::Normalizer2::getNFCInstance(status)
+                                                               : icu::Normalizer2::getNFKCInstance(status);
+  if (U_FAILURE(status))
+    fail("internal: ICU has no normalization data: {}", u_errorName(status));
+  return normalize(text, *normalizer);
+}
+
+} // namespace needle::tokenizer

@@ -1,0 +1,35 @@
+// The Unicode facts the tokenizer needs at compile time, from Debian's ICU (libicu, Unicode
+// 15.0 in Debian 12): general categories, white space, simple case folding, NFC/NFKC. Used by
+// needlec only; a compiled tokenizer carries the tables it needs. Plain C++, no MLIR.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace needle::tokenizer {
+
+/// A text as code points. A byte that does not begin a valid UTF-8 sequence becomes one code
+/// point of its own, kInvalidByte + the byte: no property holds for it, and it keeps its byte
+/// (c-interface.md, "Text: the compiled tokenizer").
+inline constexpr char32_t kInvalidByte = 0x110000;
+std::vector<char32_t> decodeUtf8(std::string_view text);
+/// The bytes of code points from decodeUtf8 (invalid bytes as they were).
+std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, size_t end);
+void appendUtf8(std::string &out, char32_t c);
+
+/// The mask of a general category or category group name ("L", "Lu", "N", "P", ...) for
+/// inCategories, or 0 when the name is none.
+uint32_t categoryMask(std::string_view name);
+bool inCategories(char32_t c, uint32_t mask);
+/// Unicode's White_Space property (what Oniguruma's \s matches).
+bool isWhiteSpace(char32_t c);
+/// Simple case folding (what a case-insensitive match compares).
+char32_t foldCase(char32_t c);
+
+enum class NormalForm { Nfc, Nfkc };
+/// Valid UTF-8 `text` in Normalization Form C or KC.
+std::string normalizeText(std::string_view text, NormalForm form);
+
+} // namespace needle::tokenizer

@@ -1,0 +1,39 @@
+// tokenizer-encode FILE [--special] < texts.jsonl: the reference tokenizer's ids for each line (a
+// JSON string), one {"ids": [...]} line each, as test/tokenizer/oracle.mjs prints them.
+#include "Support/CommandLine.h"
+#include "Support/Error.h"
+#include "Support/Json.h"
+#include "Tokenizer/ReferenceTokenizer.h"
+#include "Tokenizer/TokenizerJson.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+using namespace needle;
+using namespace needle::tokenizer;
+
+namespace {
+
+int run(int argc, char **argv) {
+  if (argc < 2 || argc > 3 || (argc == 3 && std::strcmp(argv[2], "--special")))
+    fail("usage: tokenizer-encode FILE [--special] < texts.jsonl");
+  const ReferenceTokenizer tokenizer(readTokenizerJson(argv[1]), argv[1]);
+  std::string line;
+  for (int number = 1; std::getline(std::cin, line); ++number) {
+    if (line.empty())
+      continue;
+    const json::Value text = json::parse(line, fmt::format("<stdin>: line {}", number));
+    if (text.kind != json::Value::Kind::String)
+      fail("<stdin>: line {}: expected a JSON string", number);
+    std::cout << fmt::format("{{\"ids\":[{}]}}\n", fmt::join(tokenizer.encode(text.string, argc == 3), ","));
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return runTool("tokenizer-encode", run, argc, argv); }
