@@ -3,7 +3,10 @@
 #include "Support/Error.h"
 #include "Tokenizer/Unicode.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <unordered_map>
 
 namespace needle::tokenizer {
 
@@ -66,6 +69,111 @@ std::string normalize(const std::vector<NormalizerStep> &steps, std::string text
   return text;
 }
 
+/// The byte GPT-2's alphabet spells with `c`, or -1.
+int byteOf(char32_t c) {
+  static const std::unordered_map<char32_t, int> bytes = [] {
+    std::unordered_map<char32_t, int> out;
+    for (int b = 0; b < 256; ++b)
+      out[byteLevelAlphabet()[b]] = b;
+    return out;
+  }();
+  auto it = bytes.find(c);
+  return it == bytes.end() ? -1 : it->second;
+}
+
+/// Byte-level tokens back to text: each character to its byte (one outside the alphabet stays
+/// as it is), then lossy UTF-8.
+std::string fromByteLevel(const std::string &tokens) {
+  std::string bytes;
+  for (char32_t c : decodeUtf8(tokens)) {
+    if (const int b = byteOf(c); b >= 0)
+      bytes += static_cast<char>(b);
+    else
+      appendUtf8(bytes, c);
+  }
+  return lossyUtf8(bytes);
+}
+
+/// "<0xXX>" as its byte, or -1.
+int fallbackByte(const std::string &token) {
+  if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>' || !std::isxdigit(token[3]) ||
+      !std::isxdigit(token[4]))
+    return -1;
+  return std::stoi(token.substr(3, 2), nullptr, 16);
+}
+
+/// One decoder step on the chain of token texts (the format's decode_chain).
+std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<std::string> &chain,
+                                    const std::vector<AddedToken> &added) {
+  std::vector<std::string> out;
+  auto isAdded = [&](const std::string &token) {
+    return std::any_of(added.begin(), added.end(), [&](const AddedToken &a) { return a.content == token; });
+  };
+  switch (step.kind) {
+  case DecoderStep::Kind::ByteLevel: { // added tokens stay as they are
+    std::string run;
+    for (const std::string &token : chain) {
+      if (!isAdded(token)) {
+        run += token;
+        continue;
+      }
+      if (!run.empty())
+        out.push_back(fromByteLevel(run)), run.clear();
+      out.push_back(token);
+    }
+    if (!run.empty())
+      out.push_back(fromByteLevel(run));
+    return out;
+  }
+  case DecoderStep::Kind::Replace:
+    for (std::string token : chain) {
+      for (size_t at = token.find(step.text); at != std::string::npos && !step.text.empty();
+           at = token.find(step.text, at + step.replacement.size()))
+        token.replace(at, step.text.size(), step.replacement);
+      out.push_back(std::move(token));
+    }
+    return out;
+  case DecoderStep::Kind::ByteFallback: { // runs of byte tokens become lossy UTF-8 text
+    std::string bytes;
+    for (const std::string &token : chain) {
+      if (const int b = fallbackByte(token); b >= 0) {
+        bytes += static_cast<char>(b);
+        continue;
+      }
+      if (!bytes.empty())
+        out.push_back(lossyUtf8(bytes)), bytes.clear();
+      out.push_back(token);
+    }
+    if (!bytes.empty())
+      out.push_back(lossyUtf8(bytes));
+    return out;
+  }
+  case DecoderStep::Kind::Fuse: {
+    std::string all;
+    for (const std::string &token : chain)
+      all += token;
+    return {all};
+  }
+  case DecoderStep::Kind::Strip: // up to start (stop) leading (trailing) characters equal to the content
+    for (const std::string &token : chain) {
+      const std::vector<char32_t> points = decodeUtf8(token);
+      const std::vector<char32_t> content = decodeUtf8(step.text);
+      size_t begin = 0, end = points.size();
+      while (content.size() == 1 && begin < static_cast<size_t>(step.start) && begin < end &&
+             points[begin] == content[0])
+        ++begin;
+      while (content.size() == 1 && points.size() - end < static_cast<size_t>(step.stop) && end > begin &&
+             points[end - 1] == content[0])
+        --end;
+      out.push_back(encodeUtf8(points, begin, end));
+    }
+    return out;
+  case DecoderStep::Kind::Metaspace:
+    break;
+  }
+  fail("internal: a decoder step the reference tokenizer does not know");
+}
+
 } // namespace
 
 ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) : spec_(std::move(spec)) {
@@ -90,6 +198,15 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
   for (const AddedToken &token : spec_.added)
     if (token.lstrip || token.rstrip || token.singleWord || token.normalized)
       unsupported(fmt::format("added token \"{}\" with lstrip, rstrip, single_word or normalized", token.content));
+  if (spec_.decoder.empty())
+    unsupported("a tokenizer without a decoder");
+  for (const DecoderStep &step : spec_.decoder)
+    if (step.kind == DecoderStep::Kind::Metaspace)
+      unsupported("the Metaspace decoder");
+  tokens_ = spec_.model.vocab;
+  tokens_.resize(static_cast<size_t>(spec_.idCount()));
+  for (const AddedToken &token : spec_.added)
+    tokens_[token.id] = token.content;
   for (size_t id = 0; id < spec_.model.vocab.size(); ++id)
     if (!spec_.model.vocab[id].empty())
       ids_.emplace(spec_.model.vocab[id], static_cast<int32_t>(id));
@@ -118,7 +235,8 @@ std::vector<int32_t> ReferenceTokenizer::encode(std::string_view text, bool addS
   for (size_t at = 0; at < text.size();) {
     const AddedToken *best = nullptr;
     for (const AddedToken &token : spec_.added)
-      if (text.substr(at, token.content.size()) == token.content && (!best || token.content.size() > best->content.size()))
+      if (text.substr(at, token.content.size()) == token.content &&
+          (!best || token.content.size() > best->content.size()))
         best = &token;
     if (!best) {
       ++at;
@@ -191,7 +309,8 @@ void ReferenceTokenizer::encodeWord(std::string_view word, std::vector<int32_t> 
     size_t best = symbols.size();
     std::pair<int32_t, int32_t> bestMerge{INT32_MAX, -1};
     for (size_t i = 0; i + 1 < symbols.size(); ++i)
-      if (auto it = merges_.find({symbols[i], symbols[i + 1]}); it != merges_.end() && it->second.first < bestMerge.first)
+      if (auto it = merges_.find({symbols[i], symbols[i + 1]});
+          it != merges_.end() && it->second.first < bestMerge.first)
         best = i, bestMerge = it->second;
     if (best == symbols.size())
       break;
@@ -199,6 +318,21 @@ void ReferenceTokenizer::encodeWord(std::string_view word, std::vector<int32_t> 
     symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
   }
   ids.insert(ids.end(), symbols.begin(), symbols.end());
+}
+
+std::string ReferenceTokenizer::decode(const std::vector<int32_t> &ids) const {
+  std::vector<std::string> chain;
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || tokens_[id].empty())
+      fail("token id {} is no token of this tokenizer", id);
+    chain.push_back(tokens_[id]);
+  }
+  for (const DecoderStep &step : spec_.decoder)
+    chain = decodeStep(step, chain, spec_.added);
+  std::string text;
+  for (const std::string &piece : chain)
+    text += piece;
+  return text;
 }
 
 } // namespace needle::tokenizer

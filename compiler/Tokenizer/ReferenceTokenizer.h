@@ -24,6 +24,11 @@ public:
   /// post-processor's tokens around them when `addSpecial`.
   std::vector<int32_t> encode(std::string_view text, bool addSpecial = false) const;
 
+  /// The text of `ids` through the decoder's steps; fails for an id no token has. An invalid
+  /// UTF-8 sequence in the result becomes U+FFFD, one for each maximal invalid subpart (as
+  /// WHATWG's decoder and the oracle do). clean_up_tokenization_spaces is not applied.
+  std::string decode(const std::vector<int32_t> &ids) const;
+
   const TokenizerSpec &spec() const { return spec_; }
 
 private:
@@ -35,7 +40,8 @@ private:
   TokenizerSpec spec_;
   std::unordered_map<std::string, int32_t> ids_;
   std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_; // pair -> (rank, merged id)
-  std::vector<Regex> splits_;                                                  // the Split steps, in order
+  std::vector<Regex> splits_;                                                 // the Split steps, in order
+  std::vector<std::string> tokens_; // by id: the vocabulary's or the added token's text
   bool byteLevel_ = false;
 };
 

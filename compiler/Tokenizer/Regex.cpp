@@ -67,7 +67,8 @@ public:
 
 private:
   template <typename... Args> [[noreturn]] void error(fmt::format_string<Args...> format, Args &&...args) const {
-    fail("{}: regex \"{}\": at offset {}: {}", where_, pattern_, pos_, fmt::format(format, std::forward<Args>(args)...));
+    fail("{}: regex \"{}\": at offset {}: {}", where_, pattern_, pos_,
+         fmt::format(format, std::forward<Args>(args)...));
   }
 
   bool atEnd() const { return pos_ >= pattern_.size(); }
@@ -131,7 +132,8 @@ private:
       min = 1, max = -1;
     else if (eat("?"))
       min = 0, max = 1;
-    else if (peek() == '{' && pos_ + 1 < pattern_.size() && std::isdigit(static_cast<unsigned char>(pattern_[pos_ + 1])))
+    else if (peek() == '{' && pos_ + 1 < pattern_.size() &&
+             std::isdigit(static_cast<unsigned char>(pattern_[pos_ + 1])))
       bounds(min, max);
     else
       return atom;
@@ -258,8 +260,8 @@ private:
         const char h = peek();
         if (!std::isxdigit(static_cast<unsigned char>(h)))
           error("a bad \\x escape");
-        value = value * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0'
-                                                                                               : (h | 0x20) - 'a' + 10);
+        value = value * 16 +
+                static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
         ++pos_;
       }
       if ((braced && !eat("}")) || value > 0x10FFFF)

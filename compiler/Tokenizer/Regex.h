@@ -20,7 +20,7 @@ namespace needle::tokenizer {
 /// A set of code points: ranges and general-category masks, or White_Space, then negated.
 struct CharClass {
   std::vector<std::pair<char32_t, char32_t>> ranges;
-  uint32_t categories = 0;   // categoryMask() bits
+  uint32_t categories = 0;    // categoryMask() bits
   uint32_t notCategories = 0; // \P{..} inside a class: the code points outside these
   bool whiteSpace = false, notWhiteSpace = false;
   bool negated = false;

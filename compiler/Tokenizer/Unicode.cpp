@@ -14,8 +14,11 @@ namespace {
 size_t sequenceLength(std::string_view text, size_t i, char32_t &c) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char lead = byte(i);
-  size_t length = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
-                                  : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+  size_t length = lead < 0x80                   ? 1
+                  : lead >= 0xC2 && lead < 0xE0 ? 2
+                  : lead >= 0xE0 && lead < 0xF0 ? 3
+                  : lead >= 0xF0 && lead < 0xF5 ? 4
+                                                : 0;
   if (length == 0 || i + length > text.size())
     return 0;
   c = length == 1 ? lead : lead & (0x7F >> length);
@@ -79,6 +82,40 @@ std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, si
   return out;
 }
 
+std::string lossyUtf8(std::string_view bytes) {
+  std::string out;
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(bytes[k]); };
+  for (size_t i = 0; i < bytes.size();) {
+    const unsigned char lead = byte(i);
+    // The continuation bytes a lead needs, and the range its first one must fall in.
+    size_t needed = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (lead < 0x80) {
+      out += static_cast<char>(lead);
+      ++i;
+      continue;
+    }
+    if (lead >= 0xC2 && lead <= 0xDF)
+      needed = 1;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+      needed = 2, low = lead == 0xE0 ? 0xA0 : 0x80, high = lead == 0xED ? 0x9F : 0xBF;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+      needed = 3, low = lead == 0xF0 ? 0x90 : 0x80, high = lead == 0xF4 ? 0x8F : 0xBF;
+    size_t k = 1;
+    for (; k <= needed && i + k < bytes.size(); ++k) {
+      const unsigned char c = byte(i + k);
+      if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF))
+        break;
+    }
+    if (needed && k == needed + 1)
+      out.append(bytes.substr(i, k));
+    else
+      appendUtf8(out, 0xFFFD); // the lead and the valid continuations before the break
+    i += k;
+  }
+  return out;
+}
+
 uint32_t categoryMask(std::string_view name) {
   const int32_t mask = u_getPropertyValueEnum(UCHAR_GENERAL_CATEGORY_MASK, std::string(name).c_str());
   return mask == UCHAR_INVALID_CODE ? 0 : static_cast<uint32_t>(mask);
@@ -98,8 +135,8 @@ char32_t foldCase(char32_t c) {
 
 std::string normalizeText(std::string_view text, NormalForm form) {
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2 *normalizer = form == NormalForm::Nfc ? icu::Normalizer2::getNFCInstance(status)
-                                                               : icu::Normalizer2::getNFKCInstance(status);
+  const icu::Normalizer2 *normalizer =
+      form == NormalForm::Nfc ? icu::Normalizer2::getNFCInstance(status) : icu::Normalizer2::getNFKCInstance(status);
   if (U_FAILURE(status))
     fail("internal: ICU has no normalization data: {}", u_errorName(status));
   return normalize(text, *normalizer);

@@ -18,6 +18,8 @@ std::vector<char32_t> decodeUtf8(std::string_view text);
 /// The bytes of code points from decodeUtf8 (invalid bytes as they were).
 std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, size_t end);
 void appendUtf8(std::string &out, char32_t c);
+/// `bytes` as valid UTF-8: each maximal invalid subpart becomes U+FFFD (WHATWG's decoder).
+std::string lossyUtf8(std::string_view bytes);
 
 /// The mask of a general category or category group name ("L", "Lu", "N", "P", ...) for
 /// inCategories, or 0 when the name is none.

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Compares the ids two tokenizers gave for the same texts, line by line.
+"""Compares the ids (and the texts decoded from them) two tokenizers gave for the same texts,
+line by line.
 
     compare.py TEXTS.jsonl ORACLE.jsonl OURS.jsonl [NOTE]
 
-ORACLE.jsonl and OURS.jsonl hold one {"ids": [...]} object per text (oracle.mjs and
-tokenizer-encode print them). Prints "MATCH N texts", or "MISMATCH" and up to 5 differing texts
+ORACLE.jsonl and OURS.jsonl hold one {"ids": [...], "decoded": "..."} object per text
+(oracle.mjs and tokenizer-encode print them). Prints "MATCH N texts", or "MISMATCH" and up to 5 differing texts
 with both id lists, and the file NOTE (say, the random seed that made the texts); exits 1 then.
 """
 import json
@@ -18,8 +19,8 @@ def lines(path):
 
 def main():
     texts = [json.loads(line) for line in lines(sys.argv[1])]
-    oracle = [json.loads(line)["ids"] for line in lines(sys.argv[2])]
-    ours = [json.loads(line)["ids"] for line in lines(sys.argv[3])]
+    oracle = [json.loads(line) for line in lines(sys.argv[2])]
+    ours = [json.loads(line) for line in lines(sys.argv[3])]
     if not (len(texts) == len(oracle) == len(ours)):
         print(f"MISMATCH line counts: {len(texts)} texts, {len(oracle)} oracle, {len(ours)} ours")
         return 1
@@ -31,7 +32,8 @@ def main():
     if len(sys.argv) > 4:
         print(open(sys.argv[4], encoding="utf-8").read().strip())
     for text, want, got in bad[:5]:
-        print(f"  text {json.dumps(text, ensure_ascii=False)}\n    oracle {want}\n    ours   {got}")
+        print(f"  text {json.dumps(text, ensure_ascii=False)}\n    oracle {json.dumps(want, ensure_ascii=False)}\n"
+              f"    ours   {json.dumps(got, ensure_ascii=False)}")
     return 1
 
 

@@ -5,8 +5,10 @@
 //
 // NPM_DIR is where scripts/install-deps.sh installed the npm packages (build-npm); TOKENIZER_DIR
 // holds tokenizer.json and, when the tokenizer has one, tokenizer_config.json. Each input line
-// is a JSON string; each output line is {"ids": [...], "decoded": "..."} for it: its ids without
-// special-token post-processing, and those ids decoded back.
+// is a JSON string (or an array of ids, which are decoded as they are); each output line is
+// {"ids": [...], "decoded": "..."} for it: its ids without
+// special-token post-processing, and those ids decoded back without clean_up_tokenization_spaces
+// (a lossy edit of the text that needlec's decoder does not make; docs/tokenizer.md).
 import { readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -28,6 +30,8 @@ const tokenizer = new Tokenizer(readJson(join(tokenizerDir, "tokenizer.json")),
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line === "")
     continue;
-  const ids = tokenizer.encode(JSON.parse(line), { add_special_tokens: false }).ids;
-  console.log(JSON.stringify({ ids, decoded: ids.length ? tokenizer.decode(ids) : "" }));
+  const input = JSON.parse(line);
+  const ids = Array.isArray(input) ? input : tokenizer.encode(input, { add_special_tokens: false }).ids;
+  const decoded = ids.length ? tokenizer.decode(ids, { clean_up_tokenization_spaces: false }) : "";
+  console.log(JSON.stringify({ ids, decoded }));
 }

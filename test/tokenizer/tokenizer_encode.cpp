@@ -1,5 +1,6 @@
 // tokenizer-encode FILE [--special] < texts.jsonl: the reference tokenizer's ids for each line (a
-// JSON string), one {"ids": [...]} line each, as test/tokenizer/oracle.mjs prints them.
+// JSON string; an array of ids is taken as it is) and those ids decoded, one {"ids": [...],
+// "decoded": "..."} line each, as test/tokenizer/oracle.mjs prints them.
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Json.h"
@@ -26,10 +27,18 @@ int run(int argc, char **argv) {
   for (int number = 1; std::getline(std::cin, line); ++number) {
     if (line.empty())
       continue;
-    const json::Value text = json::parse(line, fmt::format("<stdin>: line {}", number));
-    if (text.kind != json::Value::Kind::String)
-      fail("<stdin>: line {}: expected a JSON string", number);
-    std::cout << fmt::format("{{\"ids\":[{}]}}\n", fmt::join(tokenizer.encode(text.string, argc == 3), ","));
+    const json::Value input = json::parse(line, fmt::format("<stdin>: line {}", number));
+    std::vector<int32_t> ids;
+    if (input.kind == json::Value::Kind::String)
+      ids = tokenizer.encode(input.string, argc == 3);
+    else if (input.kind == json::Value::Kind::Array)
+      for (const json::Value &id : input.items)
+        ids.push_back(static_cast<int32_t>(id.integer));
+    else
+      fail("<stdin>: line {}: expected a JSON string or an array of ids", number);
+    std::string decoded;
+    json::appendQuoted(decoded, tokenizer.decode(ids));
+    std::cout << fmt::format("{{\"ids\":[{}],\"decoded\":{}}}\n", fmt::join(ids, ","), decoded);
   }
   return 0;
 }
