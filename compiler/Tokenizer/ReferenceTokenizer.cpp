@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <optional>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -102,6 +103,26 @@ int fallbackByte(const std::string &token) {
   return std::stoi(token.substr(3, 2), nullptr, 16);
 }
 
+/// `chain` with each run of consecutive tokens that `take` accepts replaced by `convert` of the
+/// concatenation of what `take` returned for them; other tokens stay.
+template <typename Take, typename Convert>
+std::vector<std::string> convertRuns(const std::vector<std::string> &chain, Take take, Convert convert) {
+  std::vector<std::string> out;
+  std::string run;
+  for (const std::string &token : chain) {
+    if (std::optional<std::string> part = take(token)) {
+      run += *part;
+      continue;
+    }
+    if (!run.empty())
+      out.push_back(convert(run)), run.clear();
+    out.push_back(token);
+  }
+  if (!run.empty())
+    out.push_back(convert(run));
+  return out;
+}
+
 /// One decoder step on the chain of token texts (the format's decode_chain).
 std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<std::string> &chain,
                                     const std::vector<AddedToken> &added) {
@@ -110,21 +131,10 @@ std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<s
     return std::any_of(added.begin(), added.end(), [&](const AddedToken &a) { return a.content == token; });
   };
   switch (step.kind) {
-  case DecoderStep::Kind::ByteLevel: { // added tokens stay as they are
-    std::string run;
-    for (const std::string &token : chain) {
-      if (!isAdded(token)) {
-        run += token;
-        continue;
-      }
-      if (!run.empty())
-        out.push_back(fromByteLevel(run)), run.clear();
-      out.push_back(token);
-    }
-    if (!run.empty())
-      out.push_back(fromByteLevel(run));
-    return out;
-  }
+  case DecoderStep::Kind::ByteLevel: // added tokens stay as they are
+    return convertRuns(
+        chain, [&](const std::string &token) { return isAdded(token) ? std::nullopt : std::optional(token); },
+        fromByteLevel);
   case DecoderStep::Kind::Replace:
     for (std::string token : chain) {
       for (size_t at = token.find(step.text); at != std::string::npos && !step.text.empty();
@@ -133,21 +143,14 @@ std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<s
       out.push_back(std::move(token));
     }
     return out;
-  case DecoderStep::Kind::ByteFallback: { // runs of byte tokens become lossy UTF-8 text
-    std::string bytes;
-    for (const std::string &token : chain) {
-      if (const int b = fallbackByte(token); b >= 0) {
-        bytes += static_cast<char>(b);
-        continue;
-      }
-      if (!bytes.empty())
-        out.push_back(lossyUtf8(bytes)), bytes.clear();
-      out.push_back(token);
-    }
-    if (!bytes.empty())
-      out.push_back(lossyUtf8(bytes));
-    return out;
-  }
+  case DecoderStep::Kind::ByteFallback: // runs of byte tokens become lossy UTF-8 text
+    return convertRuns(
+        chain,
+        [](const std::string &token) {
+          const int b = fallbackByte(token);
+          return b < 0 ? std::nullopt : std::optional(std::string(1, static_cast<char>(b)));
+        },
+        [](const std::string &bytes) { return lossyUtf8(bytes); });
   case DecoderStep::Kind::Fuse: {
     std::string all;
     for (const std::string &token : chain)
