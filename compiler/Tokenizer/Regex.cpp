@@ -447,22 +447,7 @@ size_t Regex::matchAt(const std::vector<char32_t> &text, size_t start) const {
 }
 
 std::vector<std::pair<size_t, size_t>> Regex::splitIsolated(const std::vector<char32_t> &text) const {
-  std::vector<std::pair<size_t, size_t>> pieces;
-  size_t gap = 0;
-  for (size_t start = 0; start < text.size();) {
-    const size_t end = matchAt(text, start);
-    if (end == start) {
-      ++start;
-      continue;
-    }
-    if (gap < start)
-      pieces.push_back({gap, start});
-    pieces.push_back({start, end});
-    gap = start = end;
-  }
-  if (gap < text.size())
-    pieces.push_back({gap, text.size()});
-  return pieces;
+  return isolatedPieces(text.size(), [&](size_t start) { return matchAt(text, start); });
 }
 
 } // namespace needle::tokenizer

@@ -47,10 +47,37 @@ public:
     int32_t x = 0, y = 0; // Class/Assert*: the class index; Split: the preferred and the other target; Jump: x
   };
 
+  /// The program (instruction 0 starts it) and the classes its instructions name.
+  const std::vector<Instruction> &program() const { return program_; }
+  const std::vector<CharClass> &classes() const { return classes_; }
+
 private:
   std::vector<Instruction> program_;
   std::vector<CharClass> classes_;
   friend class RegexCompiler;
 };
+
+/// Split with behaviour Isolated over a text of `length` code points, given `matchAt(start)` (the
+/// end of the match at start, or start): matches leftmost first and the spans between them, in
+/// order, covering the text; an empty match counts as none.
+template <typename MatchAt>
+std::vector<std::pair<size_t, size_t>> isolatedPieces(size_t length, const MatchAt &matchAt) {
+  std::vector<std::pair<size_t, size_t>> pieces;
+  size_t gap = 0;
+  for (size_t start = 0; start < length;) {
+    const size_t end = matchAt(start);
+    if (end == start) {
+      ++start;
+      continue;
+    }
+    if (gap < start)
+      pieces.push_back({gap, start});
+    pieces.push_back({start, end});
+    gap = start = end;
+  }
+  if (gap < length)
+    pieces.push_back({gap, length});
+  return pieces;
+}
 
 } // namespace needle::tokenizer

@@ -2,6 +2,7 @@
 // JSON line that test/tokenizer/summary.py compares with its own reading of the same file.
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
+#include "Tokenizer/Scanner.h"
 #include "Tokenizer/TokenizerJson.h"
 
 #include <fmt/format.h>
@@ -30,14 +31,22 @@ int run(int argc, char **argv) {
                                     [](const std::string &token) { return !token.empty(); });
   const auto special =
       std::count_if(spec.added.begin(), spec.added.end(), [](const AddedToken &t) { return t.special; });
+  // The scanners of the Split steps: symbols, states, code point runs (for docs/tokenizer.md).
+  std::vector<std::string> scanners;
+  for (const PreTokenizerStep &step : spec.preTokenizer)
+    if (step.kind == PreTokenizerStep::Kind::Split) {
+      const ScannerTables tables = compileScanner(Regex(step.pattern, "pre_tokenizer"));
+      scanners.push_back(fmt::format("[{}, {}, {}]", tables.symbols, tables.states, tables.runStarts.size()));
+    }
   std::printf("%s\n",
-              fmt::format(R"({{"ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
+              fmt::format(R"({{"scanners": [{}], "ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
                           R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
                           R"("pre_tokenizer": [{}], "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
-                          spec.idCount(), tokens, spec.model.merges.size(), spec.added.size(), special,
-                          spec.model.byteFallback, spec.model.ignoreMerges, fmt::join(kinds(spec.normalizer), ", "),
-                          fmt::join(kinds(spec.preTokenizer), ", "), fmt::join(kinds(spec.decoder), ", "),
-                          fmt::join(spec.prefixIds, ", "), fmt::join(spec.suffixIds, ", "))
+                          fmt::join(scanners, ", "), spec.idCount(), tokens, spec.model.merges.size(),
+                          spec.added.size(), special, spec.model.byteFallback, spec.model.ignoreMerges,
+                          fmt::join(kinds(spec.normalizer), ", "), fmt::join(kinds(spec.preTokenizer), ", "),
+                          fmt::join(kinds(spec.decoder), ", "), fmt::join(spec.prefixIds, ", "),
+                          fmt::join(spec.suffixIds, ", "))
                   .c_str());
   return 0;
 }
