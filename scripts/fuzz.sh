@@ -22,7 +22,7 @@ cmake --build $build --target needle-fuzzers
 # allow_user_poisoning=0 as in scripts/test.sh: Debian's uninstrumented libMLIR shares MLIR's
 # allocator with our instrumented code, which would otherwise report a false use-after-poison.
 export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-targets=(safetensors config lora needle ir runtime)
+targets=(safetensors config lora needle ir runtime tokenizer encode)
 table=$(printf '%-12s %12s %8s %7s %7s  %s' target executions exec/s cov ft findings)
 failed=0
 for target in "${targets[@]}"; do

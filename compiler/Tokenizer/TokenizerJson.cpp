@@ -3,6 +3,7 @@
 #include "Support/Error.h"
 #include "Support/Files.h"
 #include "Support/Json.h"
+#include "Tokenizer/Regex.h"
 
 #include <algorithm>
 #include <map>
@@ -23,6 +24,8 @@ public:
 
   const Value &value() const { return value_; }
   const std::string &path() const { return path_; }
+  /// "source: path", as errors begin.
+  std::string where() const { return fmt::format("{}: {}", source_, path_); }
   bool isNull() const { return value_.kind == Value::Kind::Null; }
 
   template <typename... Args> [[noreturn]] void fail(fmt::format_string<Args...> format, Args &&...args) const {
@@ -128,6 +131,7 @@ void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
       pattern.onlyMembers({"Regex"});
       out.kind = PreTokenizerStep::Kind::Split;
       out.pattern = pattern.member("Regex").string();
+      (void)Regex(out.pattern, pattern.member("Regex").where()); // an unsupported construct fails here, by path
       if (const std::string behavior = step.member("behavior").string(); behavior != "Isolated")
         step.member("behavior").fail("\"{}\" is not supported (Isolated only)", behavior);
       if (step.member("invert").boolean(false))

@@ -11,7 +11,7 @@ bin=$(realpath "${BIN:-../../build/bin}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$out"
-mkdir -p "$out"/{config,safetensors,lora,needle,ir,runtime}
+mkdir -p "$out"/{config,safetensors,lora,needle,ir,runtime,tokenizer,encode}
 
 small=(--preset tiny --set vocab_size=16 --set num_heads=2 --set num_kv_heads=1 --set qk_head_dim=4
        --set v_head_dim=4 --set num_layers=1 --set max_seq_len=16 --set sliding_window=4 --set 'global_layers=[]'
@@ -131,4 +131,54 @@ runtime = {
 }
 for name, calls in runtime.items():
     open(f"{out}/runtime/{name}", "wb").write(calls)
+
+# tokenizer.json: a small byte-level BPE (Llama 3's shape) and a SentencePiece-style one (Llama 2's),
+# and nearly valid variants of them.
+alphabet, extra = {}, 256
+for b in range(256):
+    printable = 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255
+    alphabet[b] = chr(b) if printable else chr(extra)
+    extra += 0 if printable else 1
+vocab = {alphabet[b]: b for b in range(256)}
+vocab.update({"th": 256, "er": 257, "\u0120t": 258})
+byte_level = {"version": "1.0", "truncation": None, "padding": None,
+    "added_tokens": [{"id": 259, "content": "<|end|>", "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": True}],
+    "normalizer": {"type": "NFC"},
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(?i:'s|'t)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|\\s+(?!\\S)|\\s+"},
+         "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+    "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+    "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "model": {"type": "BPE", "dropout": None, "unk_token": None, "fuse_unk": False, "byte_fallback": False,
+              "ignore_merges": True, "vocab": vocab, "merges": ["t h", "e r", ["\u0120", "t"]]}}
+sp_vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, **{f"<0x{b:02X}>": 3 + b for b in range(256)},
+            "\u2581": 259, "a": 260, "\u2581a": 261}
+sentence_piece = {"version": "1.0", "truncation": None, "padding": None,
+    "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": True} for i, c in enumerate(["<unk>", "<s>", "</s>"])],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": None,
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+                       "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+    "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "fuse_unk": True, "byte_fallback": True,
+              "vocab": sp_vocab, "merges": ["\u2581 a"]}}
+def tokenizer(name, value):
+    json.dump(value, open(f"{out}/tokenizer/{name}.json", "w"), ensure_ascii=False)
+tokenizer("byte-level", byte_level)
+tokenizer("sentence-piece", sentence_piece)
+tokenizer("unknown-merge", dict(byte_level, model=dict(byte_level["model"], merges=["t q"])))
+tokenizer("word-piece", dict(byte_level, model=dict(byte_level["model"], type="WordPiece")))
+tokenizer("bad-regex", dict(byte_level, pre_tokenizer={"type": "Split", "pattern": {"Regex": "(a|\\d"},
+                                                        "behavior": "Isolated", "invert": False}))
+
+# Texts to encode: the tokenizer tests' corpus, one file per line, and some invalid UTF-8.
+for number, line in enumerate(open("../tokenizer/corpus.jsonl", encoding="utf-8")):
+    open(f"{out}/encode/corpus-{number}", "wb").write(json.loads(line).encode())
+open(f"{out}/encode/invalid", "wb").write(b"ok \xff\xc3 \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80 done")
 EOF

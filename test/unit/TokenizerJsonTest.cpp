@@ -97,6 +97,10 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
   EXPECT_EQ(
       errorOf(merged),
       "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not supported (Isolated only)");
+  std::string digits = byteLevel(kModel);
+  digits.replace(digits.find(R"(\\p{L}+|)"), 8, R"(\\d+|)");
+  EXPECT_EQ(errorOf(digits), "tok.json: pre_tokenizer.pretokenizers[0].pattern.Regex: regex \"\\d+|\\s+\": at offset "
+                             "2: the escape \\d is not supported");
   EXPECT_EQ(errorOf(byteLevel(kModel, "[]", R"({"type": "RobertaProcessing"})")),
             "tok.json: post_processor.type: post-processor \"RobertaProcessing\" is not supported (TemplateProcessing, "
             "ByteLevel)");

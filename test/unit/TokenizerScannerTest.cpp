@@ -14,16 +14,23 @@ namespace needle::tokenizer {
 namespace {
 
 // Inputs, as the tokenizer files spell them (not expected values).
-const char *const kLlama3 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const char *const kQwen3 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char *const kLlama3 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char *const kQwen3 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char *const kGpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 /// A random text of code points drawn from letters of several scripts, digits, white space of
 /// every kind, punctuation, apostrophes, emoji and combining marks, and invalid bytes.
 std::vector<char32_t> randomText(std::mt19937 &rng) {
-  static const std::vector<std::u32string> kinds = {
-      U"abcXYZ\u00e9\u00df\u017f", U"\u0627\u0644\u0639\u0631", U"\u65e5\u672c\u8a9e\u3042", U"0123456789\u0663\uff12",
-      U" \t\n\r\u00a0\u3000\u2028\u0085\f\v",  U"!?.,;:'\"-()[]{}<>/\\@#", U"'", U"\U0001F600\u200d\ufe0f\u0301"};
+  static const std::vector<std::u32string> kinds = {U"abcXYZ\u00e9\u00df\u017f",
+                                                    U"\u0627\u0644\u0639\u0631",
+                                                    U"\u65e5\u672c\u8a9e\u3042",
+                                                    U"0123456789\u0663\uff12",
+                                                    U" \t\n\r\u00a0\u3000\u2028\u0085\f\v",
+                                                    U"!?.,;:'\"-()[]{}<>/\\@#",
+                                                    U"'",
+                                                    U"\U0001F600\u200d\ufe0f\u0301"};
   std::vector<char32_t> text;
   const int length = std::uniform_int_distribution<int>(0, 24)(rng);
   for (int i = 0; i < length; ++i) {
