@@ -13,21 +13,6 @@ namespace needle::tokenizer {
 
 namespace {
 
-/// GPT-2's byte-level alphabet: printable bytes stand for themselves, the other 68 for the code
-/// points from 256 up, in byte order.
-const std::array<char32_t, 256> &byteLevelAlphabet() {
-  static const std::array<char32_t, 256> alphabet = [] {
-    std::array<char32_t, 256> out{};
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      out[b] = printable ? static_cast<char32_t>(b) : next++;
-    }
-    return out;
-  }();
-  return alphabet;
-}
-
 /// Applies the normalizer's steps to the valid UTF-8 runs of `text` (invalid bytes stay).
 std::string normalize(const std::vector<NormalizerStep> &steps, std::string text) {
   for (const NormalizerStep &step : steps) {

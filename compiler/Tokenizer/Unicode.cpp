@@ -116,6 +116,19 @@ std::string lossyUtf8(std::string_view bytes) {
   return out;
 }
 
+const std::array<char32_t, 256> &byteLevelAlphabet() {
+  static const std::array<char32_t, 256> alphabet = [] {
+    std::array<char32_t, 256> out{};
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      out[b] = printable ? static_cast<char32_t>(b) : next++;
+    }
+    return out;
+  }();
+  return alphabet;
+}
+
 uint32_t categoryMask(std::string_view name) {
   const int32_t mask = u_getPropertyValueEnum(UCHAR_GENERAL_CATEGORY_MASK, std::string(name).c_str());
   return mask == UCHAR_INVALID_CODE ? 0 : static_cast<uint32_t>(mask);

@@ -3,6 +3,7 @@
 // needlec only; a compiled tokenizer carries the tables it needs. Plain C++, no MLIR.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,10 @@ std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, si
 void appendUtf8(std::string &out, char32_t c);
 /// `bytes` as valid UTF-8: each maximal invalid subpart becomes U+FFFD (WHATWG's decoder).
 std::string lossyUtf8(std::string_view bytes);
+
+/// GPT-2's byte-level alphabet, by byte: printable bytes stand for themselves, the other 68 for
+/// the code points from 256 up, in byte order. Byte-level vocabularies spell bytes with it.
+const std::array<char32_t, 256> &byteLevelAlphabet();
 
 /// The mask of a general category or category group name ("L", "Lu", "N", "P", ...) for
 /// inCategories, or 0 when the name is none.

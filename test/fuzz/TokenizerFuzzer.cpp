@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     TokenizerSpec spec = parseTokenizerJson(text, "tokenizer.json");
     const int64_t ids = spec.idCount();
     const ReferenceTokenizer tokenizer(std::move(spec), "tokenizer.json");
-    for (std::string_view sample : {"Hello World", " it's 12345 \r\n\t", "\xff\xc3 \xe2\x82", "\xe6\x97\xa5\xf0\x9f\x98\x80"}) {
+    for (std::string_view sample :
+         {"Hello World", " it's 12345 \r\n\t", "\xff\xc3 \xe2\x82", "\xe6\x97\xa5\xf0\x9f\x98\x80"}) {
       const std::vector<int32_t> encoded = tokenizer.encode(sample, true);
       for (int32_t id : encoded)
         NEEDLE_FUZZ_CHECK(id >= 0 && id < ids);
