@@ -48,6 +48,11 @@ struct Node {
 };
 
 constexpr int64_t kMaxRepeat = 1000;
+/// Groups open at once: the parser recurses per group (real patterns nest two or three deep).
+constexpr int kMaxGroupDepth = 32;
+/// Instructions in a program: repeats copy their body, so nested counts multiply, and the Pike
+/// VM's closure recurses along chains of them; real patterns make a few hundred.
+constexpr size_t kMaxInstructions = size_t(1) << 13;
 
 } // namespace
 
@@ -186,6 +191,8 @@ private:
   }
 
   Node group() {
+    if (++depth_ > kMaxGroupDepth)
+      error("groups nest more than {} deep", kMaxGroupDepth);
     const bool savedCaseless = caseless_;
     Node node;
     if (eat("?:")) {
@@ -209,6 +216,7 @@ private:
     caseless_ = savedCaseless;
     if (!eat(")"))
       error("missing ')'");
+    --depth_;
     return node;
   }
 
@@ -328,6 +336,8 @@ private:
 
   void emit(const Node &node) {
     auto &program = out_.program_;
+    if (program.size() > kMaxInstructions)
+      fail("{}: regex \"{}\": its repeats make more than {} instructions", where_, pattern_, kMaxInstructions);
     auto here = [&] { return static_cast<int32_t>(program.size()); };
     switch (node.kind) {
     case Node::Kind::Class:
@@ -390,6 +400,7 @@ private:
   std::string where_;
   Regex &out_;
   size_t pos_ = 0;
+  int depth_ = 0;
   bool caseless_ = false;
 };
 

@@ -12,8 +12,11 @@ namespace {
 
 using Op = Regex::Instruction::Op;
 
-/// States a scanner may have: far above what tokenizer patterns make (Llama 3's makes dozens).
-constexpr size_t kMaxStates = 1 << 16;
+/// States a scanner may have: far above what tokenizer patterns make (Llama 3's makes 17).
+constexpr size_t kMaxStates = 1 << 12;
+/// Character classes a pattern may have for a scanner: each is tested on every code point when
+/// the symbols are found (Llama 3's has about 26).
+constexpr size_t kMaxClasses = 128;
 
 /// The symbols: code points grouped by which classes contain them.
 struct Symbols {
@@ -31,6 +34,8 @@ Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
   Symbols symbols;
   std::map<std::vector<bool>, uint16_t> ids;
   const std::vector<CharClass> &classes = regex.classes();
+  if (classes.size() > kMaxClasses)
+    fail("the pattern has {} character classes; a scanner takes at most {}", classes.size(), kMaxClasses);
   auto key = [&](char32_t c) {
     std::vector<bool> in(classes.size());
     for (size_t k = 0; k < classes.size(); ++k)

@@ -73,6 +73,13 @@ TEST(TokenizerRegex, ConstructsOutsideTheSubsetAreErrors) {
   EXPECT_EQ(errorOf("a)"), "p: regex \"a)\": at offset 1: unbalanced ')'");
   EXPECT_EQ(errorOf("a{3,2}"), "p: regex \"a{3,2}\": at offset 6: a bad {n,m} quantifier");
   EXPECT_EQ(errorOf("a{1001}"), "p: regex \"a{1001}\": at offset 6: a repeat count above 1000");
+  // Nesting and repeats of repeats are bounded before the parser's stack or the program grows.
+  EXPECT_EQ(errorOf(std::string(33, '(') + "a" + std::string(33, ')')),
+            "p: regex \"" + std::string(33, '(') + "a" + std::string(33, ')') +
+                "\": at offset 33: groups nest more than 32 deep");
+  EXPECT_EQ(errorOf(std::string(100000, '(')).find("groups nest more than 32 deep") != std::string::npos, true);
+  EXPECT_EQ(errorOf("((a{1000}){1000}){1000}"),
+            "p: regex \"((a{1000}){1000}){1000}\": its repeats make more than 8192 instructions");
 }
 
 } // namespace
