@@ -11,8 +11,9 @@
 
 namespace needle::tokenizer {
 
-/// Ids a tokenizer may use: 0 .. kMaxTokenIds - 1, as for a config's vocab_size.
-inline constexpr int64_t kMaxTokenIds = int64_t(1) << 24;
+/// Ids a tokenizer may use: 0 .. kMaxTokenIds - 1. Real vocabularies stop near 262,144 (Gemma);
+/// every table by id is this long at most, so a hostile id cannot make it gigabytes.
+inline constexpr int64_t kMaxTokenIds = int64_t(1) << 20;
 /// Added tokens in one tokenizer (real ones have a few hundred; each is matched in every text).
 inline constexpr size_t kMaxAddedTokens = size_t(1) << 16;
 /// A tokenizer.json file (Qwen 3's is 11 MB, with 0.6 million JSON values).

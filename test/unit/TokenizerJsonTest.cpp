@@ -114,7 +114,7 @@ TEST(TokenizerJson, BadVocabulariesAndMergesAreErrors) {
     return byteLevel(R"({"type": "BPE", "vocab": )" + vocab + R"(, "merges": )" + merges + "}");
   };
   EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 0})", "[]")), "tok.json: model.vocab.b: id 0 is also \"a\"'s");
-  EXPECT_EQ(errorOf(model(R"({"a": 16777216})", "[]")), "tok.json: model.vocab.a: 16777216 is outside 0..16777215");
+  EXPECT_EQ(errorOf(model(R"({"a": 1048576})", "[]")), "tok.json: model.vocab.a: 1048576 is outside 0..1048575");
   EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 1})", R"(["a c"])")),
             "tok.json: model.merges[0]: \"c\" is not in the vocabulary");
   EXPECT_EQ(errorOf(model(R"({"a": 0, "b": 1})", R"(["a b"])")),
