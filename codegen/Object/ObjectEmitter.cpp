@@ -280,6 +280,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
                        std::vector<PhaseTime> *times) {
   PhaseClock clock(times);
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target);
+  // Before any work for the target (Halide's generators run on a stack of their own).
+  checkFitsAddressSpace(program, machine->createDataLayout().getPointerSizeInBits(), "--target " + target.name);
   llvm::LLVMContext context;
   const LlvmErrorGuard llvmErrors(context, target);
   std::unique_ptr<llvm::Module> runtime = loadRuntime(context, target, *machine);
@@ -292,7 +294,6 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
       tileHalideWeights(program, halide);
       clock.done(fmt::format("Halide kernels ({})", choice->target).c_str());
     }
-  checkFitsAddressSpace(program, machine->createDataLayout().getPointerSizeInBits(), "--target " + target.name);
   if (options.output == ObjectOutput::KernelList)
     return describeKernels(program, halide);
 

@@ -9,6 +9,9 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace needle {
@@ -82,8 +85,15 @@ void checkFloatAbi(const llvm::MCSubtargetInfo &info, const TargetSpec &target) 
     fail("--target {}: --mattr {} contradicts the target's ABI, {}", target.name, abi.refuses, abi.name);
 }
 
-void onFatalError(void *prefix, const char *reason, bool) {
-  throw Error(fmt::format("{}: LLVM cannot generate code: {}", *static_cast<const std::string *>(prefix), reason));
+/// Ends the tool with one error line. It cannot throw: LLVM's frames have no landing pads, so
+/// unwinding through them would leak and skip their cleanup; and it must not return, or LLVM
+/// aborts. Nothing is written yet when code generation fails (outputs are staged after it).
+[[noreturn]] void onFatalError(void *prefix, const char *reason, bool) {
+  const std::string line =
+      oneLine(fmt::format("{}: LLVM cannot generate code: {}", *static_cast<const std::string *>(prefix), reason));
+  std::fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, line.c_str());
+  std::fflush(nullptr);
+  std::_Exit(1);
 }
 
 void onDiagnostic(const llvm::DiagnosticInfo *diagnostic, void *firstError) {

@@ -17,9 +17,10 @@ namespace needle {
 /// while its ELF header says otherwise (the product reads NaN).
 void checkTarget(const llvm::Target &backend, const TargetSpec &target);
 
-/// While alive, LLVM's fatal errors end the tool with one error line naming the target instead
-/// of "LLVM ERROR" and an abort, and error diagnostics in `context` (LLVM prints them and goes
-/// on) are collected: throwIfAny() turns the first into a needle::Error.
+/// While alive, LLVM's fatal errors end the tool at once with one error line naming the target
+/// ("<tool>: error: --target T: LLVM cannot generate code: ...", status 1) instead of "LLVM
+/// ERROR" and an abort, and error diagnostics in `context` (LLVM prints them and goes on) are
+/// collected: throwIfAny() turns the first into a needle::Error.
 class LlvmErrorGuard {
 public:
   LlvmErrorGuard(llvm::LLVMContext &context, const TargetSpec &target);

@@ -83,8 +83,8 @@ TEST(LlvmErrorGuard, FatalErrorsAndErrorDiagnosticsBecomeOneLineErrors) {
   const TargetSpec target = resolveTarget("x86_64", "", "");
   {
     const LlvmErrorGuard guard(context, target);
-    EXPECT_EQ(errorOf([] { llvm::report_fatal_error("Cannot select: node"); }),
-              "--target x86_64: LLVM cannot generate code: Cannot select: node");
+    EXPECT_EXIT(llvm::report_fatal_error("Cannot select: node"), testing::ExitedWithCode(1),
+                "^needle-ir-tests: error: --target x86_64: LLVM cannot generate code: Cannot select: node\n$");
     context.diagnose(llvm::DiagnosticInfoInlineAsm("a warning is not an error", llvm::DS_Warning));
     EXPECT_EQ(errorOf([&] { guard.throwIfAny(); }), "");
     context.diagnose(llvm::DiagnosticInfoInlineAsm("SSE register return with SSE disabled"));
