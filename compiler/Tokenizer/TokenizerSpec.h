@@ -31,12 +31,18 @@ struct PreTokenizerStep {
   enum class Kind { Split, ByteLevel, Metaspace };
   Kind kind;
   std::string pattern;         // Split: the regex (Oniguruma syntax, as written)
+  bool matchesOnly = false;    // Split: behavior Removed, inverted: the text between matches is dropped
   bool addPrefixSpace = false; // ByteLevel
   bool useRegex = false;       // ByteLevel: GPT-2's own split first
   std::string replacement;     // Metaspace: "▁"
   std::string prependScheme;   // Metaspace: "always", "first" or "never"
   bool split = false;          // Metaspace: split on the replacement
 };
+
+/// The pattern a ByteLevel pre-tokenizer with use_regex splits by (GPT-2's), as the Rust crate
+/// has it: Oniguruma's `\s` (Unicode White_Space).
+inline constexpr const char *kByteLevelPattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 /// A decoder step, in order.
 struct DecoderStep {

@@ -22,10 +22,27 @@ if (!npmDir || !tokenizerDir) {
 const library = join(npmDir, "node_modules", "@huggingface", "tokenizers", "dist", "tokenizers.mjs");
 const { Tokenizer } = await import(pathToFileURL(library).href);
 
+// A ByteLevel pre-tokenizer with use_regex splits by GPT-2's pattern, which the Rust crate runs
+// with Oniguruma; the library runs its own copy as a JS regex, whose \s adds U+FEFF and misses
+// U+0085. Handed over as a Split of the same pattern (Isolated: the pattern matches every
+// character, so no text is between matches), it goes through the library's Oniguruma rewriting.
+// Not with add_prefix_space, whose space must come before the split (no file tested has one).
+const GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const withOnigurumaByteLevel = (step) => {
+  if (step?.type === "Sequence")
+    return { ...step, pretokenizers: step.pretokenizers.map(withOnigurumaByteLevel) };
+  if (step?.type !== "ByteLevel" || step.use_regex === false || step.add_prefix_space)
+    return step;
+  return { type: "Sequence", pretokenizers: [
+    { type: "Split", pattern: { Regex: GPT2_PATTERN }, behavior: "Isolated", invert: false },
+    { ...step, use_regex: false }] };
+};
+
 const readJson = (file) => JSON.parse(readFileSync(file, "utf8"));
 const configFile = join(tokenizerDir, "tokenizer_config.json");
-const tokenizer = new Tokenizer(readJson(join(tokenizerDir, "tokenizer.json")),
-                                existsSync(configFile) ? readJson(configFile) : {});
+const spec = readJson(join(tokenizerDir, "tokenizer.json"));
+spec.pre_tokenizer = withOnigurumaByteLevel(spec.pre_tokenizer);
+const tokenizer = new Tokenizer(spec, existsSync(configFile) ? readJson(configFile) : {});
 
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line === "")

@@ -21,6 +21,24 @@ def steps(node, key, names):
     return [names.index(node["type"])]
 
 
+def flat(node, key):
+    if node is None:
+        return []
+    return [leaf for step in node[key] for leaf in flat(step, key)] if node["type"] == "Sequence" else [node]
+
+
+def splits(pre_tokenizer):
+    """What each split keeps: a Split's matches only when Removed and inverted; ByteLevel's
+    use_regex (default true) keeps everything."""
+    out = []
+    for step in flat(pre_tokenizer, "pretokenizers"):
+        if step["type"] == "Split":
+            out.append("matches" if step.get("invert") else "all")
+        elif step["type"] == "ByteLevel" and step.get("use_regex", True):
+            out.append("all")
+    return out
+
+
 def expected(path):
     t = json.load(open(path, encoding="utf-8"))
     model, added = t["model"], t.get("added_tokens") or []
@@ -38,6 +56,9 @@ def expected(path):
             "ignore_merges": bool(model.get("ignore_merges")),
             "normalizer": steps(t.get("normalizer"), "normalizers", NORMALIZERS),
             "pre_tokenizer": steps(t.get("pre_tokenizer"), "pretokenizers", PRE_TOKENIZERS),
+            "splits": splits(t.get("pre_tokenizer")),
+            "prefix_space": any(s["type"] == "ByteLevel" and s.get("add_prefix_space", True)
+                                for s in flat(t.get("pre_tokenizer"), "pretokenizers")),
             "decoder": steps(t.get("decoder"), "decoders", DECODERS), "prefix": prefix, "suffix": suffix}
 
 

@@ -31,23 +31,31 @@ int run(int argc, char **argv) {
                                     [](const std::string &token) { return !token.empty(); });
   const auto special =
       std::count_if(spec.added.begin(), spec.added.end(), [](const AddedToken &t) { return t.special; });
-  // The scanners of the Split steps: symbols, states, code point runs (for docs/tokenizer.md).
-  std::vector<std::string> scanners;
-  for (const PreTokenizerStep &step : spec.preTokenizer)
-    if (step.kind == PreTokenizerStep::Kind::Split) {
-      const ScannerTables tables = compileScanner(Regex(step.pattern, "pre_tokenizer"));
-      scanners.push_back(fmt::format("[{}, {}, {}]", tables.symbols, tables.states, tables.runStarts.size()));
-    }
-  std::printf("%s\n",
-              fmt::format(R"({{"scanners": [{}], "ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
-                          R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
-                          R"("pre_tokenizer": [{}], "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
-                          fmt::join(scanners, ", "), spec.idCount(), tokens, spec.model.merges.size(),
-                          spec.added.size(), special, spec.model.byteFallback, spec.model.ignoreMerges,
-                          fmt::join(kinds(spec.normalizer), ", "), fmt::join(kinds(spec.preTokenizer), ", "),
-                          fmt::join(kinds(spec.decoder), ", "), fmt::join(spec.prefixIds, ", "),
-                          fmt::join(spec.suffixIds, ", "))
-                  .c_str());
+  // The scanners of the splits (Split steps, ByteLevel's use_regex): symbols, states, code point
+  // runs (for docs/tokenizer.md); what each keeps; whether ByteLevel adds a prefix space.
+  std::vector<std::string> scanners, splits;
+  bool prefixSpace = false;
+  for (const PreTokenizerStep &step : spec.preTokenizer) {
+    const bool byteLevelSplit = step.kind == PreTokenizerStep::Kind::ByteLevel && step.useRegex;
+    prefixSpace |= step.kind == PreTokenizerStep::Kind::ByteLevel && step.addPrefixSpace;
+    if (step.kind != PreTokenizerStep::Kind::Split && !byteLevelSplit)
+      continue;
+    const ScannerTables tables =
+        compileScanner(Regex(byteLevelSplit ? kByteLevelPattern : step.pattern, "pre_tokenizer"));
+    scanners.push_back(fmt::format("[{}, {}, {}]", tables.symbols, tables.states, tables.runStarts.size()));
+    splits.push_back(step.matchesOnly ? R"("matches")" : R"("all")");
+  }
+  std::printf(
+      "%s\n",
+      fmt::format(
+          R"({{"scanners": [{}], "ids": {}, "vocab": {}, "merges": {}, "added": {}, "special": {}, )"
+          R"("byte_fallback": {}, "ignore_merges": {}, "normalizer": [{}], )"
+          R"("pre_tokenizer": [{}], "splits": [{}], "prefix_space": {}, "decoder": [{}], "prefix": [{}], "suffix": [{}]}})",
+          fmt::join(scanners, ", "), spec.idCount(), tokens, spec.model.merges.size(), spec.added.size(), special,
+          spec.model.byteFallback, spec.model.ignoreMerges, fmt::join(kinds(spec.normalizer), ", "),
+          fmt::join(kinds(spec.preTokenizer), ", "), fmt::join(splits, ", "), prefixSpace,
+          fmt::join(kinds(spec.decoder), ", "), fmt::join(spec.prefixIds, ", "), fmt::join(spec.suffixIds, ", "))
+          .c_str());
   return 0;
 }
 

@@ -94,9 +94,21 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
             "tok.json: normalizer.type: normalizer \"NFD\" is not supported (NFC, NFKC, Prepend, Replace, Sequence)");
   std::string merged = byteLevel(kModel);
   merged.replace(merged.find(R"("Isolated")"), 10, R"("MergedWithPrevious")");
-  EXPECT_EQ(
-      errorOf(merged),
-      "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not supported (Isolated only)");
+  EXPECT_EQ(errorOf(merged), "tok.json: pre_tokenizer.pretokenizers[0].behavior: \"MergedWithPrevious\" is not "
+                             "supported (Isolated, or Removed with invert)");
+  std::string inverted = byteLevel(kModel);
+  inverted.replace(inverted.find(R"("invert": false)"), 15, R"("invert": true)");
+  EXPECT_EQ(errorOf(inverted),
+            "tok.json: pre_tokenizer.pretokenizers[0].invert: true is not supported with behavior Isolated");
+  std::string removed = byteLevel(kModel);
+  removed.replace(removed.find(R"("Isolated")"), 10, R"("Removed")");
+  EXPECT_EQ(errorOf(removed),
+            "tok.json: pre_tokenizer.pretokenizers[0].invert: false is not supported with behavior Removed");
+  std::string late = byteLevel(kModel);
+  late.replace(late.find(R"("use_regex": false})"), 19,
+               R"("use_regex": false}, {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated"})");
+  EXPECT_EQ(errorOf(late), "tok.json: pre_tokenizer.pretokenizers[2]: a pre-tokenizer step after ByteLevel is not "
+                           "supported (it would see the byte alphabet)");
   std::string digits = byteLevel(kModel);
   digits.replace(digits.find(R"(\\p{L}+|)"), 8, R"(\\d+|)");
   EXPECT_EQ(errorOf(digits), "tok.json: pre_tokenizer.pretokenizers[0].pattern.Regex: regex \"\\d+|\\s+\": at offset "
