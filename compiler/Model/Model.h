@@ -37,6 +37,8 @@ struct Model {
   std::map<std::string, Tensor> tensors;       // sorted by name: files are written deterministically
   std::map<int, std::vector<float>> codebooks; // by bits: one for each CQ width in use
   std::vector<std::string> provenance;         // what this model was made from, oldest first
+  /// The model's tokenizer.json as its bytes, validated (setTokenizer); empty when it has none.
+  std::string tokenizerJson;
 
   const Tensor &tensor(const std::string &name) const;
   /// Values of any float or CQ tensor as f32 (CQ decoded with the model's codebook).

@@ -1,6 +1,7 @@
 #include "Model/ModelFiles.h"
 
 #include "Model/Layout.h"
+#include "Model/ModelTokenizer.h"
 #include "Model/NeedleFile.h"
 #include "Model/Safetensors.h"
 #include "Model/Validate.h"
@@ -142,16 +143,34 @@ Model modelFromSafetensors(const Config &config, const SafetensorsFile &file) {
   return model;
 }
 
-Model loadModel(const fs::path &path) {
+namespace {
+
+/// The model of config.json + `tensorsPath`, with the tokenizer.json beside config.json if any
+/// and `withTokenizer`.
+Model loadModelBeside(const fs::path &dir, const fs::path &tensorsPath, bool withTokenizer) {
+  Model model = loadSafetensorsModel(dir / "config.json", tensorsPath);
+  std::error_code ec;
+  if (withTokenizer && fs::exists(dir / "tokenizer.json", ec))
+    readTokenizer(model, dir / "tokenizer.json");
+  return model;
+}
+
+} // namespace
+
+Model loadModel(const fs::path &path, bool withTokenizer) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     fail("{}: no such file or directory", path.string());
   if (fs::is_directory(path, ec))
-    return loadSafetensorsModel(path / "config.json", path / "model.safetensors");
+    return loadModelBeside(path, path / "model.safetensors", withTokenizer);
   if (path.extension() == ".safetensors")
-    return loadSafetensorsModel(path.parent_path() / "config.json", path);
-  if (path.extension() == ".needle" || looksLikeNeedle(readFileHead(path, 12).bytes))
-    return parseNeedle(readNeedleFile(path), path.string());
+    return loadModelBeside(path.parent_path(), path, withTokenizer);
+  if (path.extension() == ".needle" || looksLikeNeedle(readFileHead(path, 12).bytes)) {
+    Model model = parseNeedle(readNeedleFile(path), path.string());
+    if (!withTokenizer)
+      model.tokenizerJson.clear();
+    return model;
+  }
   fail("{}: not a model: expected a .needle file, a directory with config.json and model.safetensors, "
        "or a .safetensors file",
        path.string());
@@ -199,6 +218,8 @@ void writeSafetensorsModel(const Model &model, const fs::path &dir) {
     metadata[fmt::format("cq_codebook_{}", bits)] = text;
   }
   writeSafetensors(dir / "model.safetensors", entries, metadata);
+  if (!model.tokenizerJson.empty())
+    writeFile(dir / "tokenizer.json", model.tokenizerJson);
 }
 
 void writeNeedleModel(const Model &model, const fs::path &path) { writeFile(path, serializeNeedle(model)); }

@@ -9,8 +9,9 @@
 
 namespace needle {
 
-/// Loads and fully validates a model from any of its file forms.
-Model loadModel(const std::filesystem::path &path);
+/// Loads and fully validates a model from any of its file forms, with its tokenizer (unless not
+/// `withTokenizer`): the one a .needle file carries, or tokenizer.json beside config.json.
+Model loadModel(const std::filesystem::path &path, bool withTokenizer = true);
 
 /// Reads config.json + safetensors (float or pre-quantized CQ tensors).
 Model loadSafetensorsModel(const std::filesystem::path &configPath, const std::filesystem::path &tensorsPath);
@@ -19,8 +20,9 @@ Model loadSafetensorsModel(const std::filesystem::path &configPath, const std::f
 /// read; the fuzzers' in-memory entry point). Errors name file.path().
 Model modelFromSafetensors(const Config &config, const SafetensorsFile &file);
 
-/// Writes `dir`/config.json and `dir`/model.safetensors. CQ tensors are written pre-quantized
-/// (X.cq_idx, X.cq_norm, X.cq_bits) with their codebooks in the metadata.
+/// Writes `dir`/config.json and `dir`/model.safetensors (and `dir`/tokenizer.json when the model
+/// has one). CQ tensors are written pre-quantized (X.cq_idx, X.cq_norm, X.cq_bits) with their
+/// codebooks in the metadata.
 void writeSafetensorsModel(const Model &model, const std::filesystem::path &dir);
 
 /// Writes a .needle file.

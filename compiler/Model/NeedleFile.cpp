@@ -1,6 +1,7 @@
 #include "Model/NeedleFile.h"
 
 #include "Model/Layout.h"
+#include "Model/ModelTokenizer.h"
 #include "Model/Validate.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
@@ -143,9 +144,10 @@ std::vector<uint8_t> serializeNeedle(const Model &model) {
   for (const auto &line : model.provenance)
     provenance.push_back(b.CreateString(line));
   auto config = buildConfig(b, model.config);
+  auto tokenizer = model.tokenizerJson.empty() ? 0 : b.CreateString(model.tokenizerJson);
   auto root = fb::CreateModel(b, kNeedleFormatVersion, config, b.CreateVector(model.config.order()),
                               b.CreateVector(model.config.sources()), b.CreateVector(codebooks),
-                              b.CreateVector(provenance), payload.size(), b.CreateVector(groupOffsets));
+                              b.CreateVector(provenance), payload.size(), b.CreateVector(groupOffsets), tokenizer);
   fb::FinishSizePrefixedModelBuffer(b, root);
 
   std::vector<uint8_t> file(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
@@ -264,6 +266,8 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
     if (ranges[i].first < ranges[i - 1].second)
       fail("{}: two tensors overlap at payload byte {}", source, ranges[i].first);
   validateModel(model, source);
+  if (root->tokenizer_json())
+    setTokenizer(model, root->tokenizer_json()->str(), fmt::format("{}: tokenizer_json", source));
   return model;
 }
 

@@ -1,5 +1,6 @@
-// The file-level front of every tool: load a model, merge a LoRA adapter, quantize what the
-// scheme marks CQ, then slice to the requested depth (docs/model.md; the pipeline in docs/architecture.md).
+// The file-level front of every tool: load a model, give it a tokenizer, merge a LoRA adapter,
+// quantize what the scheme marks CQ, then slice to the requested depth (docs/model.md; the pipeline in
+// docs/architecture.md).
 #pragma once
 
 #include "Model/Model.h"
@@ -13,6 +14,8 @@ namespace needle {
 struct PrepareOptions {
   std::optional<int64_t> layers; // slice to this depth
   std::optional<std::filesystem::path> lora;
+  /// --tokenizer: a tokenizer.json in place of the one the model carries; "none" drops it unread.
+  std::optional<std::filesystem::path> tokenizer;
   std::optional<cq::CodebookKind> codebook; // --codebook; absent: the model's, else Needle's
 };
 

@@ -38,6 +38,7 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
   Model slice;
   slice.codebooks = model.codebooks;
   slice.provenance = model.provenance;
+  slice.tokenizerJson = model.tokenizerJson; // every depth reads the same text
   Config &c = slice.config = parent;
   c.numLayers = depth;
   c.globalLayers = remap(parent.globalLayers, newIndex);

@@ -30,10 +30,11 @@ ReferenceTokenizer tokenizer(const std::string &preTokenizer) {
   const std::string json = R"({"version": "1.0", "truncation": null, "padding": null,
     "added_tokens": [{"id": 258, "content": "<x>", "special": true, "single_word": false, "lstrip": false,
                       "rstrip": false, "normalized": false}],
-    "normalizer": null, "pre_tokenizer": )" + preTokenizer +
+    "normalizer": null, "pre_tokenizer": )" +
+                           preTokenizer +
                            R"(, "post_processor": null, "decoder": {"type": "ByteLevel"},
-    "model": {"type": "BPE", "vocab": {)" + vocab +
-                           R"("ab": 256, "Ġab": 257}, "merges": ["a b", "Ġ ab"]}})";
+    "model": {"type": "BPE", "vocab": {)" +
+                           vocab + R"("ab": 256, "Ġab": 257}, "merges": ["a b", "Ġ ab"]}})";
   return ReferenceTokenizer(parseTokenizerJson(json, "tok.json"), "tok.json");
 }
 
@@ -44,7 +45,7 @@ TEST(ReferenceTokenizer, ByteLevelAddsAPrefixSpaceToEachPieceBetweenAddedTokens)
   const ReferenceTokenizer prefixed = tokenizer(R"({"type": "ByteLevel", "add_prefix_space": true})");
   EXPECT_EQ(plain.encode("ab"), (Ids{256}));
   EXPECT_EQ(prefixed.encode("ab"), (Ids{257}));
-  EXPECT_EQ(prefixed.encode(" ab"), (Ids{257}));       // a piece that starts with a space gets none
+  EXPECT_EQ(prefixed.encode(" ab"), (Ids{257}));               // a piece that starts with a space gets none
   EXPECT_EQ(prefixed.encode("ab<x>ab"), (Ids{257, 258, 257})); // each piece between added tokens
   EXPECT_EQ(prefixed.decode({257, 258, 257}), " ab<x> ab");
 }

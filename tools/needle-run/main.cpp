@@ -12,6 +12,8 @@
 #include "Support/Json.h"
 #include "Support/Limits.h"
 #include "Support/Text.h"
+#include "Tokenizer/ReferenceTokenizer.h"
+#include "Tokenizer/TokenizerJson.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -31,15 +33,17 @@ using namespace needle::reference;
 
 namespace {
 
-/// --tokens IDS, or none with --no-tokens: exactly one of them.
-std::vector<int32_t> tokensOf(const CommandLine &cl) {
-  if (cl.has("no-tokens")) {
-    if (cl.has("tokens"))
-      fail("--tokens and --no-tokens: give one of them");
-    return {};
-  }
+/// --tokens IDS, or none with --no-tokens, or --text (encoded once the model is read: nullopt):
+/// exactly one of them.
+std::optional<std::vector<int32_t>> tokensOf(const CommandLine &cl) {
+  if (cl.has("no-tokens") + cl.has("tokens") + cl.has("text") > 1)
+    fail("--tokens, --text and --no-tokens: give one of them");
+  if (cl.has("no-tokens"))
+    return std::vector<int32_t>{};
+  if (cl.has("text"))
+    return std::nullopt;
   if (!cl.has("tokens"))
-    fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3 (or --no-tokens)");
+    fail("--tokens: missing; give the token ids to run, e.g. --tokens 1,2,3 (or --text, or --no-tokens)");
   const std::string text = *cl.value("tokens");
   if (text.empty())
     fail("--tokens: empty; give the token ids to run, or --no-tokens for the outputs before any token");
@@ -56,17 +60,35 @@ std::vector<int32_t> tokensOf(const CommandLine &cl) {
   return tokens;
 }
 
-std::string report(const Outputs &out, double seconds, int64_t timedTokens) {
+/// The model's tokenizer, for --text; errors say how to give one.
+tokenizer::ReferenceTokenizer tokenizerOf(const Model &model, const std::string &input) {
+  if (model.tokenizerJson.empty())
+    fail("--text: {} has no tokenizer; give --tokenizer FILE or put tokenizer.json beside config.json", input);
+  return tokenizer::ReferenceTokenizer(tokenizer::parseTokenizerJson(model.tokenizerJson, input), input);
+}
+
+/// The JSON report. With a tokenizer, the ids the text became and each top-5 token's text too.
+std::string report(const Outputs &out, double seconds, int64_t timedTokens,
+                   const tokenizer::ReferenceTokenizer *tokenizer, const std::vector<int32_t> &tokens) {
   std::vector<int32_t> order(out.logits.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t top = std::min<size_t>(5, order.size());
   std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int32_t a, int32_t b) {
     return out.logits[a] > out.logits[b] || (out.logits[a] == out.logits[b] && a < b);
   });
-  std::string text = fmt::format("{{\"position\": {}, \"top5\": [", out.position);
-  for (size_t i = 0; i < top; ++i)
-    text += fmt::format("{}{{\"token\": {}, \"logit\": {}}}", i ? ", " : "", order[i],
+  std::string text = fmt::format("{{\"position\": {}, ", out.position);
+  if (tokenizer)
+    text += fmt::format("\"tokens\": [{}], ", fmt::join(tokens, ", "));
+  text += "\"top5\": [";
+  for (size_t i = 0; i < top; ++i) {
+    text += fmt::format("{}{{\"token\": {}, \"logit\": {}", i ? ", " : "", order[i],
                         json::formatNumber(out.logits[order[i]]));
+    if (tokenizer && order[i] < tokenizer->spec().idCount()) { // ids past the tokenizer's are unused
+      text += ", \"text\": ";
+      json::appendQuoted(text, tokenizer->decode({order[i]}));
+    }
+    text += "}";
+  }
   text += fmt::format("], \"confidence\": {}", json::formatNumber(out.confidence));
   if (seconds >= 0)
     text += fmt::format(", \"seconds\": {:.4f}, \"tokens_per_second\": {:.2f}", seconds,
@@ -86,8 +108,9 @@ void checkOutputPaths(const CommandLine &cl, const std::vector<std::string> &inp
 }
 
 /// Writes --logits and --embedding (both or neither appear) and prints the report.
-void writeOutputs(const CommandLine &cl, const std::string &input, const Outputs &out, int64_t tokens,
-                  double seconds = -1) {
+void writeOutputs(const CommandLine &cl, const std::string &input, const Outputs &out,
+                  const std::vector<int32_t> &tokens, double seconds,
+                  const tokenizer::ReferenceTokenizer *tokenizer = nullptr) {
   reference::checkFinite(out, input);
   std::vector<std::unique_ptr<PendingOutput>> outputs;
   auto stage = [&](const char *flag, const Vec &values) {
@@ -100,7 +123,7 @@ void writeOutputs(const CommandLine &cl, const std::string &input, const Outputs
   stage("embedding", out.embedding);
   for (auto &output : outputs)
     output->commit();
-  writeStdout(report(out, seconds, tokens));
+  writeStdout(report(out, seconds, static_cast<int64_t>(tokens.size()), tokenizer, tokens));
 }
 
 /// Evaluates needle-dialect IR token by token with the weights file it names; `seconds` gets the
@@ -133,9 +156,14 @@ Outputs runIr(const CommandLine &cl, const std::string &path, const std::vector<
 }
 
 int run(int argc, char **argv) {
-  CommandLine cl("needle-run", "needle-run MODEL|FILE.mlir [--layers N] --tokens 1,2,3|--no-tokens [options]",
+  CommandLine cl("needle-run",
+                 "needle-run MODEL|FILE.mlir [--layers N] --tokens 1,2,3|--text TEXT|--no-tokens [options]",
                  {{"layers", "N", "ladder depth to run (default: all blocks)"},
                   {"tokens", "IDS", "comma-separated token ids"},
+                  {"text", "TEXT",
+                   "run this text, encoded by the model's tokenizer with its BOS/EOS (docs/tokenizer.md); "
+                   "the report then shows the ids and each top-5 token's text"},
+                  {"tokenizer", "FILE", "the tokenizer.json for --text (default: the model's)"},
                   {"no-tokens", "", "run no token: the outputs before any token (docs/model.md)"},
                   {"logits", "FILE", "write the last position's logits as raw little-endian f32"},
                   {"embedding", "FILE", "write the embedding as raw little-endian f32"},
@@ -146,27 +174,36 @@ int run(int argc, char **argv) {
   if (!cl.parse(argc, argv))
     return 0;
   const std::string input = cl.onlyPositional("MODEL");
-  const std::vector<int32_t> tokens = tokensOf(cl);
+  const std::optional<std::vector<int32_t>> ids = tokensOf(cl);
+  if (cl.has("tokenizer") && !cl.has("text"))
+    fail("--tokenizer: only meaningful with --text");
   std::vector<std::string> inputs = {input};
-  if (auto lora = cl.value("lora"))
-    inputs.push_back(*lora);
+  for (const char *flag : {"lora", "tokenizer"})
+    if (auto file = cl.value(flag))
+      inputs.push_back(*file);
   checkOutputPaths(cl, inputs);
   if (fs::path(input).extension() == ".mlir") {
-    for (const char *flag : {"layers", "lora", "codebook"})
+    for (const char *flag : {"layers", "lora", "codebook", "text"})
       if (cl.has(flag))
-        fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
+        fail("--{}: not for IR input: the IR fixes the depth and the weights, and carries no tokenizer", flag);
     double seconds = -1;
-    const Outputs out = runIr(cl, input, tokens, seconds);
-    writeOutputs(cl, input, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
+    const Outputs out = runIr(cl, input, *ids, seconds);
+    writeOutputs(cl, input, out, *ids, cl.has("time") ? seconds : -1);
     return 0;
   }
 
   PrepareOptions options; // the depth is run by the interpreter itself, not by slicing the file
   if (auto lora = cl.value("lora"))
     options.lora = *lora;
+  if (auto file = cl.value("tokenizer"))
+    options.tokenizer = *file;
   if (auto codebook = cl.value("codebook"))
     options.codebook = cq::parseCodebookKind(*codebook);
   const Model model = prepareModel(input, options);
+  std::optional<tokenizer::ReferenceTokenizer> tokenizer;
+  if (!ids)
+    tokenizer.emplace(tokenizerOf(model, input));
+  const std::vector<int32_t> tokens = ids ? *ids : tokenizer->encode(*cl.value("text"), true);
   const int64_t depth = cl.integer("layers").value_or(model.config.numLayers);
   validateDepth(depth, model.config.numLayers, input);
   const Weights weights(model, depth);
@@ -183,7 +220,7 @@ int run(int argc, char **argv) {
   } else {
     out = runSequence(weights, tokens);
   }
-  writeOutputs(cl, input, out, static_cast<int64_t>(tokens.size()), cl.has("time") ? seconds : -1);
+  writeOutputs(cl, input, out, tokens, cl.has("time") ? seconds : -1, tokenizer ? &*tokenizer : nullptr);
   return 0;
 }
 

@@ -125,6 +125,10 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   for (const char *flag : {"activations", "batch"})
     if (cl.has(flag) && !object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj, cpp, llvm, asm, kernels or step", flag);
+  // The compiled tokenizer (docs/c-interface.md) is not emitted yet: a tokenizer asked for by name
+  // must not be dropped without a word.
+  if (cl.value("tokenizer").value_or("none") != "none" && emit != EmitKind::Needle)
+    fail("--tokenizer: not compiled into --emit {} output yet; --emit needle carries it", emitKindName(emit));
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -195,6 +199,9 @@ int run(int argc, char **argv) {
        {"passes", "P", "with --emit mlir: default (the pipeline) or none (the IR straight after import)"},
        {"name", "NAME", "C symbol prefix (default needle_model)"},
        {"lora", "FILE", "merge this LoRA adapter (.safetensors) before quantization"},
+       {"tokenizer", "FILE",
+        "the model's tokenizer.json (default: the one it carries, or tokenizer.json beside config.json); "
+        "none: no tokenizer"},
        {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
        {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
        {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
@@ -226,8 +233,9 @@ int run(int argc, char **argv) {
   // The named inputs, before any work; as outputs are staged, PendingOutput refuses every file the
   // run read (a model directory's files, the weights beside the IR).
   std::vector<fs::path> inputs = {options.input};
-  if (auto lora = cl.value("lora"))
-    inputs.push_back(*lora);
+  for (const char *flag : {"lora", "tokenizer"})
+    if (auto file = cl.value(flag); file && *file != "none")
+      inputs.push_back(*file);
   for (const std::string &written : outputsOf(options.emit, options.output))
     for (const fs::path &input : inputs)
       checkNotInput(written, input, "-o");
@@ -235,6 +243,8 @@ int run(int argc, char **argv) {
   options.prepare.layers = cl.integer("layers");
   if (auto lora = cl.value("lora"))
     options.prepare.lora = *lora;
+  if (auto tokenizer = cl.value("tokenizer"))
+    options.prepare.tokenizer = *tokenizer;
   if (auto codebook = cl.value("codebook"))
     options.prepare.codebook = cq::parseCodebookKind(*codebook);
   options.maxSeq = cl.integer("max-seq");
