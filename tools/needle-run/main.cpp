@@ -183,9 +183,11 @@ int run(int argc, char **argv) {
       inputs.push_back(*file);
   checkOutputPaths(cl, inputs);
   if (fs::path(input).extension() == ".mlir") {
-    for (const char *flag : {"layers", "lora", "codebook", "text"})
+    for (const char *flag : {"layers", "lora", "codebook"})
       if (cl.has(flag))
-        fail("--{}: not for IR input: the IR fixes the depth and the weights, and carries no tokenizer", flag);
+        fail("--{}: not for IR input: the IR fixes the depth and the weights", flag);
+    if (cl.has("text"))
+      fail("--text: not for IR input: the IR carries no tokenizer");
     double seconds = -1;
     const Outputs out = runIr(cl, input, *ids, seconds);
     writeOutputs(cl, input, out, *ids, cl.has("time") ? seconds : -1);
