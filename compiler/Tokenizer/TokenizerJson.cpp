@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -121,6 +122,18 @@ void readNormalizer(const Node &node, TokenizerSpec &spec) {
   });
 }
 
+/// A Metaspace step's replacement and prepend scheme (the pre-tokenizer's and the decoder's).
+/// Files older than prepend_scheme say add_prefix_space instead: true is "always", false "never".
+std::pair<std::string, std::string> readMetaspace(const Node &step) {
+  step.onlyMembers({"type", "replacement", "prepend_scheme", "split", "add_prefix_space"});
+  const Node scheme = step.member("prepend_scheme");
+  const bool prefixSpace = step.member("add_prefix_space").boolean(true);
+  std::string prependScheme = scheme.isNull() ? (prefixSpace ? "always" : "never") : scheme.string();
+  if (prependScheme != "always" && prependScheme != "first" && prependScheme != "never")
+    scheme.fail("\"{}\" is not always, first or never", prependScheme);
+  return {step.member("replacement").string(), std::move(prependScheme)};
+}
+
 void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
   readSteps(node, "pretokenizers", [&](const Node &step) {
     const std::string type = step.type();
@@ -150,12 +163,8 @@ void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
       out.useRegex = step.member("use_regex").boolean(true);
       (void)step.member("trim_offsets").boolean(true); // offsets only: no effect on the ids
     } else if (type == "Metaspace") {
-      step.onlyMembers({"type", "replacement", "prepend_scheme", "split", "add_prefix_space"});
       out.kind = PreTokenizerStep::Kind::Metaspace;
-      out.replacement = step.member("replacement").string();
-      out.prependScheme = step.member("prepend_scheme").isNull() ? "always" : step.member("prepend_scheme").string();
-      if (out.prependScheme != "always" && out.prependScheme != "first" && out.prependScheme != "never")
-        step.member("prepend_scheme").fail("\"{}\" is not always, first or never", out.prependScheme);
+      std::tie(out.replacement, out.prependScheme) = readMetaspace(step);
       out.split = step.member("split").boolean(true);
     } else {
       step.member("type").fail("pre-tokenizer \"{}\" is not supported (Split, ByteLevel, Metaspace, Sequence)", type);
@@ -186,10 +195,8 @@ void readDecoder(const Node &node, TokenizerSpec &spec) {
       out.start = step.member("start").integer(0, 1 << 20);
       out.stop = step.member("stop").integer(0, 1 << 20);
     } else if (type == "Metaspace") {
-      step.onlyMembers({"type", "replacement", "prepend_scheme", "split", "add_prefix_space"});
       out.kind = DecoderStep::Kind::Metaspace;
-      out.replacement = step.member("replacement").string();
-      out.prependScheme = step.member("prepend_scheme").isNull() ? "always" : step.member("prepend_scheme").string();
+      std::tie(out.replacement, out.prependScheme) = readMetaspace(step);
     } else {
       step.member("type").fail("decoder \"{}\" is not supported (ByteLevel, Replace, ByteFallback, Fuse, Strip, "
                                "Metaspace, Sequence)",

@@ -85,6 +85,34 @@ TEST(TokenizerJson, ReadsASentencePieceStyleBpeAndItsTemplate) {
   EXPECT_TRUE(spec.suffixIds.empty());
 }
 
+/// A SentencePiece-style BPE whose pre-tokenizer and decoder are the Metaspace steps given.
+std::string metaspace(const std::string &preTokenizer, const std::string &decoder) {
+  return R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
+    "pre_tokenizer": )" +
+         preTokenizer + R"(, "post_processor": null, "decoder": )" + decoder + R"(,
+    "model": {"type": "BPE", "byte_fallback": false, "vocab": {"▁": 0, "a": 1, "▁a": 2}, "merges": ["▁ a"]}})";
+}
+
+TEST(TokenizerJson, MetaspaceReadsItsSchemeOrTheOlderAddPrefixSpace) {
+  const TokenizerSpec spec =
+      parseTokenizerJson(metaspace(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"})",
+                                   R"({"type": "Metaspace", "replacement": "▁", "add_prefix_space": false})"),
+                         "tok.json");
+  ASSERT_EQ(spec.preTokenizer.size(), 1u);
+  EXPECT_EQ(spec.preTokenizer[0].replacement, "▁");
+  EXPECT_EQ(spec.preTokenizer[0].prependScheme, "first");
+  EXPECT_TRUE(spec.preTokenizer[0].split);
+  ASSERT_EQ(spec.decoder.size(), 1u);
+  EXPECT_EQ(spec.decoder[0].prependScheme, "never");
+  const TokenizerSpec older = parseTokenizerJson(
+      metaspace(R"({"type": "Metaspace", "replacement": "▁", "add_prefix_space": true, "split": false})", "null"),
+      "tok.json");
+  EXPECT_EQ(older.preTokenizer[0].prependScheme, "always");
+  EXPECT_FALSE(older.preTokenizer[0].split);
+  EXPECT_EQ(errorOf(metaspace("null", R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "twice"})")),
+            "tok.json: decoder.prepend_scheme: \"twice\" is not always, first or never");
+}
+
 TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
   EXPECT_EQ(errorOf(byteLevel(R"({"type": "WordPiece", "vocab": {}})")),
             "tok.json: model.type: model \"WordPiece\" is not supported (BPE only)");
