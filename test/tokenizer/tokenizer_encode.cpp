@@ -1,10 +1,14 @@
-// tokenizer-encode FILE [--special] < texts.jsonl: the reference tokenizer's ids for each line (a
-// JSON string; an array of ids is taken as it is) and those ids decoded, one {"ids": [...],
-// "decoded": "..."} line each, as test/tokenizer/oracle.mjs prints them.
+// tokenizer-encode FILE [--special] [--compiled] < texts.jsonl: the reference tokenizer's ids for
+// each line (a JSON string; an array of ids is taken as it is) and those ids decoded, one
+// {"ids": [...], "decoded": "..."} line each, as test/tokenizer/oracle.mjs prints them. With
+// --compiled, the compiled tokenizer's runtime (runtime/tokenizer/tokenizer.h) does both on the
+// tables needlec builds (compiler/Tokenizer/Tables.h), in process, decoding one token at a time
+// into a buffer just large enough.
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Json.h"
 #include "Tokenizer/ReferenceTokenizer.h"
+#include "Tokenizer/Tables.h"
 #include "Tokenizer/TokenizerJson.h"
 
 #include <fmt/format.h>
@@ -12,6 +16,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 using namespace needle;
@@ -19,10 +24,66 @@ using namespace needle::tokenizer;
 
 namespace {
 
+/// The compiled tokenizer on tables built in process.
+class Compiled {
+public:
+  Compiled(const TokenizerSpec &spec, const std::string &source)
+      : tables_(buildTokenizerTables(spec, source)), view_(tables_.view()) {}
+
+  std::vector<int32_t> encode(const std::string &text, bool special) const {
+    std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(text.size()));
+    const unsigned flags =
+        special ? needle_rt::TOK_ENCODE_SPECIAL | needle_rt::TOK_ENCODE_BOS_EOS : needle_rt::TOK_ENCODE_SPECIAL;
+    size_t count = 0; // ask for the count first: with no room it must give it, writing nothing
+    const int status = needle_rt::tok_encode(view_, text.data(), text.size(), flags, scratch.data(), scratch.size(),
+                                             nullptr, 0, &count);
+    if (status != (count ? needle_rt::TOK_ERR_SPACE : needle_rt::TOK_OK))
+      fail("tok_encode with no room returned {} for {} ids", status, count);
+    std::vector<int32_t> ids(count);
+    if (needle_rt::tok_encode(view_, text.data(), text.size(), flags, scratch.data(), scratch.size(), ids.data(),
+                              ids.size(), &count) != needle_rt::TOK_OK ||
+        count != ids.size())
+      fail("tok_encode failed with room for {} ids", ids.size());
+    return ids;
+  }
+
+  std::string decode(const std::vector<int32_t> &ids) const {
+    needle_rt::TokDecoder decoder;
+    needle_rt::tok_decoder_init(&decoder);
+    std::string text;
+    for (int32_t id : ids) {
+      // No room first: a token that completes nothing succeeds, else the error says how much.
+      size_t length = 0;
+      const int status = needle_rt::tok_decode_next(view_, &decoder, id, nullptr, 0, &length);
+      if (status == needle_rt::TOK_ERR_ARG)
+        fail("token id {} is no token of this tokenizer", id);
+      if (status == needle_rt::TOK_OK)
+        continue;
+      std::string piece(length, '\0');
+      if (needle_rt::tok_decode_next(view_, &decoder, id, piece.data(), piece.size(), &length) != needle_rt::TOK_OK)
+        fail("tok_decode_next failed with room for {} bytes", piece.size());
+      text += piece;
+    }
+    char tail[3];
+    size_t length = 0;
+    if (needle_rt::tok_decode_flush(&decoder, tail, sizeof tail, &length) != needle_rt::TOK_OK)
+      fail("tok_decode_flush failed");
+    return text.append(tail, length);
+  }
+
+private:
+  TokenizerTables tables_;
+  needle_rt::TokTables view_;
+};
+
 int run(int argc, char **argv) {
-  if (argc < 2 || argc > 3 || (argc == 3 && std::strcmp(argv[2], "--special")))
-    fail("usage: tokenizer-encode FILE [--special] < texts.jsonl");
-  const ReferenceTokenizer tokenizer(readTokenizerJson(argv[1]), argv[1]);
+  std::vector<std::string> flags(argv + std::min(argc, 2), argv + argc);
+  const bool special = std::erase(flags, "--special") > 0, compiled = std::erase(flags, "--compiled") > 0;
+  if (argc < 2 || !flags.empty())
+    fail("usage: tokenizer-encode FILE [--special] [--compiled] < texts.jsonl");
+  const ReferenceTokenizer reference(readTokenizerJson(argv[1]), argv[1]);
+  const std::optional<Compiled> runtime =
+      compiled ? std::optional<Compiled>(std::in_place, reference.spec(), argv[1]) : std::nullopt;
   std::string line;
   for (int number = 1; std::getline(std::cin, line); ++number) {
     if (line.empty())
@@ -30,14 +91,14 @@ int run(int argc, char **argv) {
     const json::Value input = json::parse(line, fmt::format("<stdin>: line {}", number));
     std::vector<int32_t> ids;
     if (input.kind == json::Value::Kind::String)
-      ids = tokenizer.encode(input.string, argc == 3);
+      ids = runtime ? runtime->encode(input.string, special) : reference.encode(input.string, special);
     else if (input.kind == json::Value::Kind::Array)
       for (const json::Value &id : input.items)
         ids.push_back(static_cast<int32_t>(id.integer));
     else
       fail("<stdin>: line {}: expected a JSON string or an array of ids", number);
     std::string decoded;
-    json::appendQuoted(decoded, tokenizer.decode(ids));
+    json::appendQuoted(decoded, runtime ? runtime->decode(ids) : reference.decode(ids));
     std::cout << fmt::format("{{\"ids\":[{}],\"decoded\":{}}}\n", fmt::join(ids, ","), decoded);
   }
   return 0;

@@ -4,9 +4,7 @@
 // test/lit/tokenizer/encode.test.)
 #include "Tokenizer/ReferenceTokenizer.h"
 #include "Tokenizer/TokenizerJson.h"
-#include "Tokenizer/Unicode.h"
-
-#include <fmt/format.h>
+#include "TokenizerTestSupport.h"
 
 #include <gtest/gtest.h>
 
@@ -19,14 +17,7 @@ namespace {
 /// The 256 byte tokens (id = byte: "a" 97, "b" 98, "!" 33, "Ġ" 32), then "ab" (256) and "Ġab"
 /// (257), and the added "<x>" (258).
 ReferenceTokenizer tokenizer(const std::string &preTokenizer) {
-  std::string vocab;
-  for (int b = 0; b < 256; ++b) {
-    std::string token;
-    appendUtf8(token, byteLevelAlphabet()[b]);
-    if (token == "\"" || token == "\\")
-      token.insert(0, "\\");
-    vocab += fmt::format(R"("{}": {}, )", token, b);
-  }
+  const std::string vocab = byteTokensJson();
   const std::string json = R"({"version": "1.0", "truncation": null, "padding": null,
     "added_tokens": [{"id": 258, "content": "<x>", "special": true, "single_word": false, "lstrip": false,
                       "rstrip": false, "normalized": false}],

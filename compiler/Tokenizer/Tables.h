@@ -1,0 +1,49 @@
+// The compiled tokenizer's tables (docs/tokenizer.md, "The compiled tokenizer"): a TokenizerSpec
+// turned into the flat, read-only data the runtime (runtime/tokenizer/tokenizer.h) walks. A
+// printer emits them as constants; tests run the runtime on them in process (view()). Plain
+// C++, no MLIR.
+#pragma once
+
+#include "Tokenizer/TokenizerSpec.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace needle::tokenizer {
+
+struct TokenizerTables {
+  struct Split {
+    std::vector<uint32_t> runStarts;
+    std::vector<uint8_t> runSymbols;
+    uint32_t symbols = 0, invalidSymbol = 0, endSymbol = 0;
+    std::vector<int16_t> next;
+    std::vector<uint8_t> acceptBefore;
+    bool matchesOnly = false;
+  };
+  int32_t ids = 0;
+  std::vector<uint8_t> blob;            // every id's bytes in a text
+  std::vector<uint32_t> tokenOffsets;   // [ids + 1]
+  std::array<int32_t, 256> byteIds{};   // the token of each byte
+  std::vector<Split> splits;
+  std::vector<needle_rt::TokMerge> merges; // a power of two of slots, at most half full
+  std::vector<needle_rt::TokWord> words;   // ignore_merges only: the vocabulary by bytes
+  std::vector<int32_t> added;              // by first byte, longest first
+  std::vector<uint8_t> addedSpecial;
+  std::array<uint32_t, 257> addedFirst{};
+  std::vector<int32_t> prefixIds, suffixIds;
+
+  /// The runtime's view of these tables; valid while they live and do not change.
+  needle_rt::TokTables view();
+
+private:
+  std::vector<needle_rt::TokSplit> splitViews_;
+};
+
+/// Builds the tables of `spec`; what the compiled tokenizer does not support yet is an error
+/// naming `source` and the part.
+TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source);
+
+} // namespace needle::tokenizer

@@ -1,0 +1,418 @@
+// The compiled tokenizer's runtime (docs/tokenizer.md, "The compiled tokenizer"): encoding and
+// streaming decoding over read-only tables the compiler builds from a tokenizer.json. Like the
+// kernels it is plain C++17 that allocates nothing and calls nothing of the OS: the caller
+// passes scratch memory, and every table is constant data.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+namespace needle_rt {
+
+/// One split of the pre-tokenizer: its scanner, a DFA over symbols (classes of code points).
+struct TokSplit {
+  const uint32_t *run_starts;   // ascending code points, [0] = 0: where runs of one symbol start
+  const uint8_t *run_symbols;   // the symbol of each run
+  uint32_t runs;
+  uint32_t symbols;             // symbols per state
+  uint32_t invalid_symbol;      // a byte that begins no valid UTF-8 sequence
+  uint32_t end_symbol;          // the end of the text
+  const int16_t *next;          // by state * symbols + symbol: the next state, -1 when none
+  const uint8_t *accept_before; // same index: a match ends before that symbol
+  uint32_t matches_only;        // 1: the text between matches is dropped (Removed, inverted)
+};
+
+/// A merge: the pair of ids, its rank and the merged id; left = -1 marks an empty slot.
+struct TokMerge {
+  int32_t left, right, rank, merged;
+};
+
+/// A vocabulary token by its bytes (ignore_merges): id = -1 marks an empty slot.
+struct TokWord {
+  int32_t id;
+  uint32_t hash;
+};
+
+struct TokTables {
+  int32_t ids;                  // ids are 0 .. ids - 1
+  const uint8_t *blob;          // every id's bytes in a text, by token_offsets
+  const uint32_t *token_offsets; // [ids + 1]
+  const int32_t *byte_ids;      // [256]: the token of each byte (byte-level)
+  const TokSplit *splits;
+  uint32_t split_count;
+  const TokMerge *merges;       // open addressing, merge_mask + 1 slots
+  uint32_t merge_mask;
+  const TokWord *words;         // open addressing, word_mask + 1 slots; null without ignore_merges
+  uint32_t word_mask;
+  const int32_t *added;         // added token ids, by first byte, longest first
+  const uint8_t *added_special; // same order: 1 for a special token
+  const uint32_t *added_first;  // [257]: the added tokens starting with byte b are [added_first[b], added_first[b + 1])
+  const int32_t *prefix_ids;    // the post-processor's ids before and after one sequence
+  uint32_t prefix_count;
+  const int32_t *suffix_ids;
+  uint32_t suffix_count;
+};
+
+enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
+enum { TOK_OK = 0, TOK_ERR_ARG = -2, TOK_ERR_SPACE = -5 };
+
+/// FNV-1a, the words' hash.
+inline uint32_t tok_hash_bytes(const uint8_t *bytes, size_t length) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < length; ++i)
+    h = (h ^ bytes[i]) * 16777619u;
+  return h;
+}
+
+/// The merges' hash of a pair of ids.
+inline uint32_t tok_hash_pair(int32_t left, int32_t right) {
+  return (static_cast<uint32_t>(left) * 0x9E3779B1u) ^ (static_cast<uint32_t>(right) * 0x85EBCA77u);
+}
+
+/// The length of the valid UTF-8 sequence at text[i] and its code point, or 0 (an invalid byte):
+/// the rule of c-interface.md (no overlongs, surrogates or code points past U+10FFFF).
+inline size_t tok_sequence(const uint8_t *text, size_t length, size_t i, uint32_t *c) {
+  const uint8_t lead = text[i];
+  const size_t n = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
+                   : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+  if (n == 0 || i + n > length)
+    return 0;
+  uint32_t value = n == 1 ? lead : lead & (0x7Fu >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((text[i + k] & 0xC0) != 0x80)
+      return 0;
+    value = value << 6 | (text[i + k] & 0x3Fu);
+  }
+  if ((n == 3 && value < 0x800) || (n == 4 && value < 0x10000) || value > 0x10FFFF ||
+      (value >= 0xD800 && value <= 0xDFFF))
+    return 0;
+  *c = value;
+  return n;
+}
+
+/// The symbol of the character at text[i] and its length in bytes.
+inline uint32_t tok_symbol(const TokSplit &split, const uint8_t *text, size_t length, size_t i, size_t *bytes) {
+  uint32_t c = 0;
+  *bytes = tok_sequence(text, length, i, &c);
+  if (*bytes == 0) {
+    *bytes = 1;
+    return split.invalid_symbol;
+  }
+  uint32_t low = 0, high = split.runs; // the last run starting at or before c
+  while (high - low > 1) {
+    const uint32_t mid = low + (high - low) / 2;
+    if (split.run_starts[mid] <= c)
+      low = mid;
+    else
+      high = mid;
+  }
+  return split.run_symbols[low];
+}
+
+/// The end of the leftmost-first match starting at `start`, or `start` when none.
+inline size_t tok_match_at(const TokSplit &split, const uint8_t *text, size_t length, size_t start) {
+  size_t end = start;
+  int32_t state = 0;
+  for (size_t pos = start;;) {
+    size_t bytes = 0;
+    const uint32_t symbol = pos < length ? tok_symbol(split, text, length, pos, &bytes) : split.end_symbol;
+    const size_t at = static_cast<size_t>(state) * split.symbols + symbol;
+    if (split.accept_before[at])
+      end = pos;
+    if (symbol == split.end_symbol || split.next[at] < 0)
+      return end;
+    state = split.next[at];
+    pos += bytes;
+  }
+}
+
+/// Where the ids go: written while they fit, counted always.
+struct TokOutput {
+  int32_t *ids;
+  size_t cap, count;
+  void push(int32_t id) {
+    if (count < cap)
+      ids[count] = id;
+    ++count;
+  }
+};
+
+/// BPE's working state in the caller's scratch: a list of symbols and a heap of candidate merges.
+struct TokSymbol {
+  int32_t id, prev, next;
+};
+struct TokCandidate {
+  int32_t rank, pos, merged;
+};
+
+inline const TokMerge *tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
+  for (uint32_t slot = tok_hash_pair(left, right) & t.merge_mask;; slot = (slot + 1) & t.merge_mask) {
+    const TokMerge &m = t.merges[slot];
+    if (m.left < 0)
+      return nullptr;
+    if (m.left == left && m.right == right)
+      return &m;
+  }
+}
+
+inline int32_t tok_find_word(const TokTables &t, const uint8_t *bytes, size_t length) {
+  const uint32_t hash = tok_hash_bytes(bytes, length);
+  for (uint32_t slot = hash & t.word_mask;; slot = (slot + 1) & t.word_mask) {
+    const TokWord &w = t.words[slot];
+    if (w.id < 0)
+      return -1;
+    const uint32_t begin = t.token_offsets[w.id], size = t.token_offsets[w.id + 1] - begin;
+    if (w.hash == hash && size == length && memcmp(t.blob + begin, bytes, length) == 0)
+      return w.id;
+  }
+}
+
+/// Candidates ordered by rank, then position (the leftmost of equal ranks first).
+inline bool tok_before(const TokCandidate &a, const TokCandidate &b) {
+  return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
+}
+
+inline void tok_heap_push(TokCandidate *heap, size_t *size, TokCandidate c) {
+  size_t i = (*size)++;
+  for (; i > 0 && tok_before(c, heap[(i - 1) / 2]); i = (i - 1) / 2)
+    heap[i] = heap[(i - 1) / 2];
+  heap[i] = c;
+}
+
+inline TokCandidate tok_heap_pop(TokCandidate *heap, size_t *size) {
+  const TokCandidate top = heap[0], last = heap[--*size];
+  size_t i = 0;
+  for (;;) {
+    size_t child = 2 * i + 1;
+    if (child >= *size)
+      break;
+    if (child + 1 < *size && tok_before(heap[child + 1], heap[child]))
+      ++child;
+    if (!tok_before(heap[child], last))
+      break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  if (*size)
+    heap[i] = last;
+  return top;
+}
+
+/// Pushes the merge of the symbol at `pos` with the next one, if the pair merges.
+inline void tok_offer(const TokTables &t, const TokSymbol *symbols, int32_t pos, TokCandidate *heap, size_t *size) {
+  if (pos < 0 || symbols[pos].next < 0)
+    return;
+  if (const TokMerge *m = tok_find_merge(t, symbols[pos].id, symbols[symbols[pos].next].id))
+    tok_heap_push(heap, size, TokCandidate{m->rank, pos, m->merged});
+}
+
+/// Bytes of scratch BPE needs per byte of a piece: one symbol and up to three candidates.
+constexpr size_t kTokScratchPerByte = sizeof(TokSymbol) + 3 * sizeof(TokCandidate);
+
+/// BPE on one byte-level piece: each byte's token, then the lowest-ranked adjacent pair merged
+/// (the leftmost of equals) until none merges.
+inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, void *scratch, TokOutput *out) {
+  if (t.words) // ignore_merges: a piece that is a token is that token
+    if (const int32_t id = tok_find_word(t, piece, length); id >= 0)
+      return out->push(id);
+  TokSymbol *symbols = static_cast<TokSymbol *>(scratch);
+  TokCandidate *heap = reinterpret_cast<TokCandidate *>(symbols + length);
+  size_t size = 0;
+  for (size_t i = 0; i < length; ++i)
+    symbols[i] = TokSymbol{t.byte_ids[piece[i]], static_cast<int32_t>(i) - 1,
+                           i + 1 < length ? static_cast<int32_t>(i + 1) : -1};
+  for (size_t i = 0; i + 1 < length; ++i)
+    tok_offer(t, symbols, static_cast<int32_t>(i), heap, &size);
+  while (size) {
+    const TokCandidate c = tok_heap_pop(heap, &size);
+    TokSymbol &left = symbols[c.pos];
+    if (left.id < 0 || left.next < 0) // merged away, or nothing to its right any more
+      continue;
+    const TokMerge *m = tok_find_merge(t, left.id, symbols[left.next].id);
+    if (!m || m->rank != c.rank) // the pair changed since the candidate was offered
+      continue;
+    TokSymbol &right = symbols[left.next];
+    left.id = c.merged;
+    left.next = right.next;
+    if (right.next >= 0)
+      symbols[right.next].prev = c.pos;
+    right.id = -1;
+    tok_offer(t, symbols, left.prev, heap, &size);
+    tok_offer(t, symbols, c.pos, heap, &size);
+  }
+  for (int32_t i = 0; i >= 0; i = symbols[i].next)
+    out->push(symbols[i].id);
+}
+
+/// Splits text[begin, end) by split `k` and the ones after it, then BPE on each piece.
+inline void tok_split(const TokTables &t, uint32_t k, const uint8_t *text, size_t begin, size_t end, void *scratch,
+                      TokOutput *out) {
+  if (k == t.split_count) {
+    if (end > begin)
+      tok_bpe(t, text + begin, end - begin, scratch, out);
+    return;
+  }
+  const TokSplit &split = t.splits[k];
+  size_t gap = begin;
+  for (size_t start = begin; start < end;) {
+    // A match may not run past the piece: the scanner sees the piece as the whole text.
+    const size_t match = tok_match_at(split, text + begin, end - begin, start - begin) + begin;
+    if (match == start) {
+      size_t bytes = 0;
+      tok_symbol(split, text, end, start, &bytes);
+      start += bytes;
+      continue;
+    }
+    if (gap < start && !split.matches_only)
+      tok_split(t, k + 1, text, gap, start, scratch, out);
+    tok_split(t, k + 1, text, start, match, scratch, out);
+    gap = start = match;
+  }
+  if (gap < end && !split.matches_only)
+    tok_split(t, k + 1, text, gap, end, scratch, out);
+}
+
+/// The added token that starts at text[at] and is the longest there, or -1 (its length in *length).
+inline int32_t tok_added_at(const TokTables &t, const uint8_t *text, size_t length, size_t at, unsigned flags,
+                            size_t *token_length) {
+  for (uint32_t i = t.added_first[text[at]]; i < t.added_first[text[at] + 1]; ++i) {
+    const int32_t id = t.added[i];
+    const uint32_t begin = t.token_offsets[id], size = t.token_offsets[id + 1] - begin;
+    if (t.added_special[i] && !(flags & TOK_ENCODE_SPECIAL))
+      continue;
+    if (size <= length - at && memcmp(text + at, t.blob + begin, size) == 0) {
+      *token_length = size;
+      return id;
+    }
+  }
+  return -1;
+}
+
+/// The scratch tok_encode needs for `length` bytes of text.
+inline size_t tok_encode_scratch_size(size_t length) { return kTokScratchPerByte * length + 16; }
+
+/// Encodes text[0, length): the added tokens first, the rest split and merged (docs/tokenizer.md).
+inline int tok_encode(const TokTables &t, const char *text, size_t length, unsigned flags, void *scratch,
+                      size_t scratch_size, int32_t *ids, size_t cap, size_t *count) {
+  if ((!text && length) || !count || (!ids && cap) || !scratch || scratch_size < tok_encode_scratch_size(length))
+    return TOK_ERR_ARG;
+  // Candidates and symbols hold 4-byte fields: align the scratch.
+  void *aligned = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(scratch) + 15) & ~uintptr_t(15));
+  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
+  TokOutput out{ids, cap, 0};
+  if (flags & TOK_ENCODE_BOS_EOS)
+    for (uint32_t i = 0; i < t.prefix_count; ++i)
+      out.push(t.prefix_ids[i]);
+  size_t segment = 0;
+  for (size_t at = 0; at < length;) {
+    size_t token_length = 0;
+    const int32_t id = tok_added_at(t, bytes, length, at, flags, &token_length);
+    if (id < 0) {
+      ++at;
+      continue;
+    }
+    tok_split(t, 0, bytes, segment, at, aligned, &out);
+    out.push(id);
+    segment = at += token_length;
+  }
+  tok_split(t, 0, bytes, segment, length, aligned, &out);
+  if (flags & TOK_ENCODE_BOS_EOS)
+    for (uint32_t i = 0; i < t.suffix_count; ++i)
+      out.push(t.suffix_ids[i]);
+  *count = out.count;
+  return out.count > cap ? TOK_ERR_SPACE : TOK_OK;
+}
+
+/// The streaming decoder: WHATWG's UTF-8 decoder over the tokens' bytes, so a sequence split
+/// between tokens is held back and every maximal invalid subpart becomes U+FFFD.
+struct TokDecoder {
+  uint8_t held[4];     // the incomplete sequence so far
+  uint8_t count;       // bytes held
+  uint8_t needed;      // bytes the sequence still needs
+  uint8_t lower, upper; // the bounds of its next byte
+};
+
+inline void tok_decoder_init(TokDecoder *d) { *d = TokDecoder{{0, 0, 0, 0}, 0, 0, 0x80, 0xBF}; }
+
+/// Appends `n` bytes to out (counting them past cap; written only when they fit).
+struct TokText {
+  char *out;
+  size_t cap, length;
+  void put(const uint8_t *bytes, size_t n) {
+    for (size_t i = 0; i < n; ++i, ++length)
+      if (length < cap)
+        out[length] = static_cast<char>(bytes[i]);
+  }
+  void replacement() {
+    static const uint8_t fffd[3] = {0xEF, 0xBF, 0xBD};
+    put(fffd, 3);
+  }
+};
+
+/// One byte through the decoder.
+inline void tok_decode_byte(TokDecoder *d, uint8_t b, TokText *text) {
+  for (;;) {
+    if (d->needed == 0) {
+      d->lower = 0x80, d->upper = 0xBF;
+      if (b < 0x80)
+        return text->put(&b, 1);
+      d->needed = b >= 0xC2 && b <= 0xDF ? 1 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xF0 && b <= 0xF4 ? 3 : 0;
+      if (d->needed == 0)
+        return text->replacement();
+      d->lower = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+      d->upper = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
+      d->held[0] = b, d->count = 1;
+      return;
+    }
+    if (b < d->lower || b > d->upper) { // the held bytes are a maximal invalid subpart; b starts anew
+      d->needed = 0, d->count = 0;
+      text->replacement();
+      continue;
+    }
+    d->lower = 0x80, d->upper = 0xBF;
+    d->held[d->count++] = b;
+    if (--d->needed == 0) {
+      text->put(d->held, d->count);
+      d->count = 0;
+    }
+    return;
+  }
+}
+
+/// Appends token `id`'s text to out[0, cap): what is complete so far (*length bytes).
+/// TOK_ERR_SPACE, the decoder unchanged, when it does not fit; TOK_ERR_ARG for an unknown id.
+inline int tok_decode_next(const TokTables &t, TokDecoder *d, int32_t id, char *out, size_t cap, size_t *length) {
+  if (!d || !length || (!out && cap) || id < 0 || id >= t.ids)
+    return TOK_ERR_ARG;
+  const uint8_t *bytes = t.blob + t.token_offsets[id];
+  const size_t n = t.token_offsets[id + 1] - t.token_offsets[id];
+  TokDecoder trial = *d; // measure first, so a buffer too small changes nothing
+  TokText measure{nullptr, 0, 0};
+  for (size_t i = 0; i < n; ++i)
+    tok_decode_byte(&trial, bytes[i], &measure);
+  *length = measure.length;
+  if (measure.length > cap)
+    return TOK_ERR_SPACE;
+  TokText text{out, cap, 0};
+  for (size_t i = 0; i < n; ++i)
+    tok_decode_byte(d, bytes[i], &text);
+  return TOK_OK;
+}
+
+/// Ends a stream: an incomplete sequence held back becomes U+FFFD.
+inline int tok_decode_flush(TokDecoder *d, char *out, size_t cap, size_t *length) {
+  if (!d || !length || (!out && cap))
+    return TOK_ERR_ARG;
+  *length = d->count ? 3 : 0;
+  if (*length > cap)
+    return TOK_ERR_SPACE;
+  if (d->count) {
+    TokText text{out, cap, 0};
+    text.replacement();
+  }
+  tok_decoder_init(d);
+  return TOK_OK;
+}
+
+} // namespace needle_rt

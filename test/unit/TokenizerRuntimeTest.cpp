@@ -1,0 +1,104 @@
+// The compiled tokenizer's runtime (runtime/tokenizer/tokenizer.h) on tables built from a small
+// byte-level BPE (compiler/Tokenizer/Tables.h): the reference tokenizer's ids, a piece long
+// enough that a quadratic BPE would show, the contract's edges (no room, too little scratch),
+// and the streaming decoder's holding back of split UTF-8 and its U+FFFD. The real tokenizers
+// are checked against the oracle in test/lit/tokenizer/compiled.test.
+#include "Tokenizer/ReferenceTokenizer.h"
+#include "Tokenizer/Tables.h"
+#include "Tokenizer/TokenizerJson.h"
+#include "TokenizerTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace needle::tokenizer {
+namespace {
+
+/// 256 byte tokens (id = byte), "aa" (256), "aaaa" (257), " a" (258), and the special "<x>" (259).
+TokenizerSpec spec() {
+  const std::string vocab = byteTokensJson();
+  return parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 259, "content": "<x>", "special": true, "single_word": false, "lstrip": false,
+                      "rstrip": false, "normalized": false}],
+    "normalizer": null, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": " ?\\p{L}+|\\s+|[^\\s\\p{L}]+"}, "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
+    "post_processor": null, "decoder": {"type": "ByteLevel"},
+    "model": {"type": "BPE", "vocab": {)" + vocab +
+                                R"("aa": 256, "aaaa": 257, "Ġa": 258}, "merges": ["a a", "aa aa", "Ġ a"]}})",
+                            "tok.json");
+}
+
+struct Runtime {
+  TokenizerTables tables = buildTokenizerTables(spec(), "tok.json");
+  needle_rt::TokTables view = tables.view();
+
+  int encode(const std::string &text, std::vector<int32_t> &ids, size_t &count, size_t scratchBytes = 0) const {
+    std::vector<unsigned char> scratch(scratchBytes ? scratchBytes : needle_rt::tok_encode_scratch_size(text.size()));
+    return needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
+                                 scratch.size(), ids.data(), ids.size(), &count);
+  }
+  std::vector<int32_t> encode(const std::string &text) const {
+    std::vector<int32_t> ids(text.size() + 1);
+    size_t count = 0;
+    EXPECT_EQ(encode(text, ids, count), needle_rt::TOK_OK);
+    ids.resize(count);
+    return ids;
+  }
+};
+
+TEST(TokenizerRuntime, EncodesAsTheReferenceDoes) {
+  const Runtime runtime;
+  const ReferenceTokenizer reference(spec(), "tok.json");
+  for (const std::string text : {"", "a", "aaaaa a<x>aaa", " aa\xff\xfe a", "<x><x>", "é a\n\n aaaaaaa!", "<x"})
+    EXPECT_EQ(runtime.encode(text), reference.encode(text)) << text;
+  // One piece of 200,000 letters: the heap keeps BPE at n log n (a quadratic loop would take
+  // minutes here).
+  const std::string word(200000, 'a');
+  EXPECT_EQ(runtime.encode(word), std::vector<int32_t>(50000, 257));
+}
+
+TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
+  const Runtime runtime;
+  std::vector<int32_t> ids(2, -7);
+  size_t count = 0;
+  EXPECT_EQ(runtime.encode("a a a a", ids, count), needle_rt::TOK_ERR_SPACE);
+  EXPECT_EQ(count, 4u);
+  std::vector<int32_t> none;
+  EXPECT_EQ(runtime.encode("a a a a", none, count), needle_rt::TOK_ERR_SPACE);
+  EXPECT_EQ(count, 4u);
+  EXPECT_EQ(runtime.encode("a a", ids, count, needle_rt::tok_encode_scratch_size(3) - 1), needle_rt::TOK_ERR_ARG);
+}
+
+TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
+  const Runtime runtime;
+  needle_rt::TokDecoder decoder;
+  needle_rt::tok_decoder_init(&decoder);
+  char out[16];
+  size_t length = 0;
+  // "é" is C3 A9: its first byte's token gives nothing yet, the second completes it.
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xC3, out, sizeof out, &length), needle_rt::TOK_OK);
+  EXPECT_EQ(length, 0u);
+  // No room for what it would write: an error, the decoder unchanged.
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, 1, &length), needle_rt::TOK_ERR_SPACE);
+  EXPECT_EQ(length, 2u);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, sizeof out, &length), needle_rt::TOK_OK);
+  EXPECT_EQ(std::string(out, length), "é");
+  // An invalid byte is U+FFFD; a lead byte then a non-continuation is U+FFFD and that byte.
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xFF, out, sizeof out, &length), needle_rt::TOK_OK);
+  EXPECT_EQ(std::string(out, length), "\uFFFD");
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xE2, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 258, out, sizeof out, &length), needle_rt::TOK_OK);
+  EXPECT_EQ(std::string(out, length), "\uFFFD a");
+  // A sequence still incomplete at the end is U+FFFD.
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xF0, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_flush(&decoder, out, sizeof out, &length), needle_rt::TOK_OK);
+  EXPECT_EQ(std::string(out, length), "\uFFFD");
+  EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length),
+            needle_rt::TOK_ERR_ARG);
+}
+
+} // namespace
+} // namespace needle::tokenizer
