@@ -80,14 +80,6 @@ std::string fromByteLevel(const std::string &tokens) {
   return lossyUtf8(bytes);
 }
 
-/// "<0xXX>" as its byte, or -1.
-int fallbackByte(const std::string &token) {
-  if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>' || !std::isxdigit(token[3]) ||
-      !std::isxdigit(token[4]))
-    return -1;
-  return std::stoi(token.substr(3, 2), nullptr, 16);
-}
-
 /// `chain` with each run of consecutive tokens that `take` accepts replaced by `convert` of the
 /// concatenation of what `take` returned for them; other tokens stay.
 template <typename Take, typename Convert>

@@ -13,29 +13,50 @@ namespace needle::tokenizer {
 
 namespace {
 
-/// What the compiled tokenizer carries so far: the byte-level family without a normalizer.
-void checkSupported(const TokenizerSpec &spec, const std::string &source) {
-  auto unsupported = [&](std::string_view what) {
-    fail("{}: {} is not compiled yet (docs/tokenizer.md, \"The compiled tokenizer\")", source, what);
-  };
+[[noreturn]] void unsupported(const std::string &source, std::string_view what) {
+  fail("{}: {} is not compiled yet (docs/tokenizer.md, \"The compiled tokenizer\")", source, what);
+}
+
+bool isByteLevel(const TokenizerSpec &spec) {
+  return std::any_of(spec.preTokenizer.begin(), spec.preTokenizer.end(),
+                     [](const PreTokenizerStep &step) { return step.kind == PreTokenizerStep::Kind::ByteLevel; });
+}
+
+/// The byte-level family: splits then ByteLevel, no normalizer, the ByteLevel decoder.
+void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
   if (!spec.normalizer.empty())
-    unsupported("normalizer: a normalizer");
-  const bool byteLevel = std::any_of(spec.preTokenizer.begin(), spec.preTokenizer.end(), [](const auto &step) {
-    return step.kind == PreTokenizerStep::Kind::ByteLevel;
-  });
-  if (!byteLevel)
-    unsupported("pre_tokenizer: a tokenizer that is not byte-level");
-  for (const PreTokenizerStep &step : spec.preTokenizer) {
-    if (step.kind == PreTokenizerStep::Kind::Metaspace)
-      unsupported("pre_tokenizer: Metaspace");
+    unsupported(source, "normalizer: a normalizer in a byte-level tokenizer");
+  for (const PreTokenizerStep &step : spec.preTokenizer)
     if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.addPrefixSpace)
-      unsupported("pre_tokenizer: ByteLevel's add_prefix_space");
-  }
+      unsupported(source, "pre_tokenizer: ByteLevel's add_prefix_space");
   for (const DecoderStep &step : spec.decoder)
     if (step.kind != DecoderStep::Kind::ByteLevel)
-      unsupported("decoder: a decoder step other than ByteLevel");
+      unsupported(source, "decoder: a step other than ByteLevel in a byte-level tokenizer");
   if (spec.model.byteFallback || spec.model.unk)
-    unsupported("model: byte_fallback or unk_token in a byte-level tokenizer");
+    unsupported(source, "model: byte_fallback or unk_token in a byte-level tokenizer");
+}
+
+/// The SentencePiece-style family: Prepend and Replace normalizers, no pre-tokenizer; the
+/// decoder's Replace steps and ByteFallback, Fuse, then at most a Strip of leading spaces; a
+/// character no token spells has its byte tokens or the unknown token.
+void checkSentencePiece(const TokenizerSpec &spec, const std::string &source) {
+  for (const NormalizerStep &step : spec.normalizer)
+    if (step.kind != NormalizerStep::Kind::Prepend && step.kind != NormalizerStep::Kind::Replace)
+      unsupported(source, "normalizer: NFC or NFKC");
+  if (!spec.preTokenizer.empty())
+    unsupported(source, "pre_tokenizer: a pre-tokenizer in a SentencePiece-style tokenizer");
+  bool fused = false;
+  for (size_t i = 0; i < spec.decoder.size(); ++i) {
+    const DecoderStep &step = spec.decoder[i];
+    const bool lastStrip = step.kind == DecoderStep::Kind::Strip && i + 1 == spec.decoder.size() && fused &&
+                           step.text == " " && step.stop == 0 && step.start <= 255;
+    if (step.kind == DecoderStep::Kind::Metaspace || step.kind == DecoderStep::Kind::ByteLevel ||
+        (step.kind == DecoderStep::Kind::Strip && !lastStrip) || (fused && step.kind != DecoderStep::Kind::Strip))
+      unsupported(source, fmt::format("decoder: step {} in this order", i));
+    fused |= step.kind == DecoderStep::Kind::Fuse;
+  }
+  if (!spec.model.unk && !spec.model.byteFallback)
+    unsupported(source, "model: a tokenizer with neither unk_token nor byte_fallback");
 }
 
 /// The bytes a byte-level vocabulary token stands for: each alphabet character's byte.
@@ -56,6 +77,18 @@ std::string byteLevelBytes(const std::string &token) {
   return out;
 }
 
+/// A SentencePiece-style token's bytes in a text: the decoder's Replace steps applied to it,
+/// then a "<0xXX>" token its byte (the decoder's ByteFallback).
+std::string sentencePieceBytes(std::string token, const std::vector<DecoderStep> &decoder) {
+  for (const DecoderStep &step : decoder)
+    if (step.kind == DecoderStep::Kind::Replace && !step.text.empty())
+      for (size_t at = token.find(step.text); at != std::string::npos;
+           at = token.find(step.text, at + step.replacement.size()))
+        token.replace(at, step.text.size(), step.replacement);
+  const int byte = fallbackByte(token);
+  return byte < 0 ? token : std::string(1, static_cast<char>(byte));
+}
+
 TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly, const std::string &where) {
   const ScannerTables scanner = compileScanner(Regex(pattern, where));
   TokenizerTables::Split split;
@@ -73,6 +106,75 @@ TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly,
 /// Slots for `count` entries at most half full: a power of two, at least 2.
 size_t slotsFor(size_t count) { return std::bit_ceil(std::max<size_t>(2 * count, 2)); }
 
+/// Every id's bytes, one after the other, with offsets.
+void concatenate(const std::vector<std::string> &tokens, std::vector<uint8_t> &blob, std::vector<uint32_t> &offsets) {
+  for (const std::string &token : tokens) {
+    offsets.push_back(static_cast<uint32_t>(blob.size()));
+    blob.insert(blob.end(), token.begin(), token.end());
+  }
+  offsets.push_back(static_cast<uint32_t>(blob.size()));
+}
+
+/// The normalizer's steps and the bound of the text they make.
+void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
+  for (const NormalizerStep &step : spec.normalizer) {
+    if (step.kind == NormalizerStep::Kind::Prepend) {
+      t.normalizer.push_back({"", step.text});
+      t.growthExtra += static_cast<uint32_t>(step.text.size());
+    } else {
+      t.normalizer.push_back({step.text, step.replacement});
+      const uint32_t factor = static_cast<uint32_t>(
+          std::max<size_t>(1, (step.replacement.size() + step.text.size() - 1) / step.text.size()));
+      t.growth *= factor;
+      t.growthExtra *= factor;
+    }
+  }
+}
+
+void fillMerges(TokenizerTables &t, const BpeModel &model) {
+  t.merges.assign(slotsFor(model.merges.size()), needle_rt::TokMerge{-1, -1, -1, -1});
+  for (size_t rank = 0; rank < model.merges.size(); ++rank) {
+    const auto [left, right] = model.merges[rank];
+    uint32_t slot = needle_rt::tok_hash_pair(left, right) & (t.merges.size() - 1);
+    while (t.merges[slot].left >= 0)
+      slot = (slot + 1) & (t.merges.size() - 1);
+    t.merges[slot] = {left, right, static_cast<int32_t>(rank), model.mergedIds[rank]};
+  }
+}
+
+/// The vocabulary's tokens by spelling, in id order so the tables are the same every time.
+void fillWords(TokenizerTables &t, const BpeModel &model) {
+  t.words.assign(slotsFor(model.vocab.size()), needle_rt::TokWord{-1, 0});
+  for (size_t id = 0; id < model.vocab.size(); ++id) {
+    if (model.vocab[id].empty())
+      continue;
+    const uint32_t begin = t.spellingOffsets[id], size = t.spellingOffsets[id + 1] - begin;
+    const uint32_t hash = needle_rt::tok_hash_bytes(t.spelling.data() + begin, size);
+    uint32_t slot = hash & (t.words.size() - 1);
+    while (t.words[slot].id >= 0)
+      slot = (slot + 1) & (t.words.size() - 1);
+    t.words[slot] = {static_cast<int32_t>(id), hash};
+  }
+}
+
+/// The added tokens by first byte, longest first.
+void fillAdded(TokenizerTables &t, const std::vector<AddedToken> &tokens) {
+  std::vector<const AddedToken *> added;
+  for (const AddedToken &token : tokens)
+    added.push_back(&token);
+  const auto first = [](const AddedToken *x) { return static_cast<unsigned char>(x->content[0]); };
+  std::stable_sort(added.begin(), added.end(), [&](const AddedToken *a, const AddedToken *b) {
+    return first(a) != first(b) ? first(a) < first(b) : a->content.size() > b->content.size();
+  });
+  for (const AddedToken *token : added) {
+    t.added.push_back(token->id);
+    t.addedSpecial.push_back(token->special);
+    ++t.addedFirst[first(token) + 1];
+  }
+  for (size_t b = 1; b < t.addedFirst.size(); ++b)
+    t.addedFirst[b] += t.addedFirst[b - 1];
+}
+
 } // namespace
 
 needle_rt::TokTables TokenizerTables::view() {
@@ -81,47 +183,79 @@ needle_rt::TokTables TokenizerTables::view() {
     splitViews_.push_back({s.runStarts.data(), s.runSymbols.data(), static_cast<uint32_t>(s.runStarts.size()),
                            s.symbols, s.invalidSymbol, s.endSymbol, s.next.data(), s.acceptBefore.data(),
                            s.matchesOnly});
-  return {ids,
-          blob.data(),
-          tokenOffsets.data(),
-          byteIds.data(),
-          splitViews_.data(),
-          static_cast<uint32_t>(splitViews_.size()),
-          merges.data(),
-          static_cast<uint32_t>(merges.size() - 1),
-          words.empty() ? nullptr : words.data(),
-          words.empty() ? 0u : static_cast<uint32_t>(words.size() - 1),
-          added.data(),
-          addedSpecial.data(),
-          addedFirst.data(),
-          prefixIds.data(),
-          static_cast<uint32_t>(prefixIds.size()),
-          suffixIds.data(),
-          static_cast<uint32_t>(suffixIds.size())};
+  normalizeViews_.clear();
+  for (const Normalize &n : normalizer)
+    normalizeViews_.push_back({reinterpret_cast<const uint8_t *>(n.from.data()), static_cast<uint32_t>(n.from.size()),
+                               reinterpret_cast<const uint8_t *>(n.to.data()), static_cast<uint32_t>(n.to.size())});
+  needle_rt::TokTables v{};
+  v.ids = ids;
+  v.byte_level = byteLevel;
+  v.normalizer = normalizeViews_.data();
+  v.normalizer_steps = static_cast<uint32_t>(normalizeViews_.size());
+  v.growth = growth;
+  v.growth_extra = growthExtra;
+  v.blob = blob.data();
+  v.token_offsets = tokenOffsets.data();
+  v.byte_ids = byteIds.data();
+  v.splits = splitViews_.data();
+  v.split_count = static_cast<uint32_t>(splitViews_.size());
+  v.merges = merges.data();
+  v.merge_mask = static_cast<uint32_t>(merges.size() - 1);
+  v.words = words.empty() ? nullptr : words.data();
+  v.word_mask = words.empty() ? 0 : static_cast<uint32_t>(words.size() - 1);
+  v.spelling = spelling.data();
+  v.spelling_offsets = spellingOffsets.data();
+  v.ignore_merges = ignoreMerges;
+  v.unk_id = unk;
+  v.fuse_unk = fuseUnk;
+  v.added = added.data();
+  v.added_special = addedSpecial.data();
+  v.added_first = addedFirst.data();
+  v.prefix_ids = prefixIds.data();
+  v.prefix_count = static_cast<uint32_t>(prefixIds.size());
+  v.suffix_ids = suffixIds.data();
+  v.suffix_count = static_cast<uint32_t>(suffixIds.size());
+  v.strip_leading = stripLeading;
+  return v;
 }
 
 TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source) {
-  checkSupported(spec, source);
   TokenizerTables t;
+  t.byteLevel = isByteLevel(spec);
+  if (t.byteLevel)
+    checkByteLevel(spec, source);
+  else
+    checkSentencePiece(spec, source);
   t.ids = static_cast<int32_t>(spec.idCount());
-  std::vector<std::string> bytes(static_cast<size_t>(t.ids));
-  for (size_t id = 0; id < spec.model.vocab.size(); ++id)
-    bytes[id] = byteLevelBytes(spec.model.vocab[id]);
-  for (const AddedToken &token : spec.added)
-    bytes[token.id] = token.content;
-  for (const std::string &token : bytes) {
-    t.tokenOffsets.push_back(static_cast<uint32_t>(t.blob.size()));
-    t.blob.insert(t.blob.end(), token.begin(), token.end());
-  }
-  t.tokenOffsets.push_back(static_cast<uint32_t>(t.blob.size()));
 
-  std::unordered_map<std::string, int32_t> vocab; // a vocabulary token's bytes to its id
+  // Bytes in a text (what decoding writes) and spellings (what encoding looks up); a byte-level
+  // token's are the same bytes, its alphabet decoded.
+  std::vector<std::string> bytes(static_cast<size_t>(t.ids)), spellings(static_cast<size_t>(t.ids));
+  for (size_t id = 0; id < spec.model.vocab.size(); ++id) {
+    const std::string &token = spec.model.vocab[id];
+    bytes[id] = t.byteLevel ? byteLevelBytes(token) : sentencePieceBytes(token, spec.decoder);
+    spellings[id] = t.byteLevel ? bytes[id] : token;
+  }
+  for (const AddedToken &token : spec.added)
+    bytes[token.id] = t.byteLevel ? token.content : sentencePieceBytes(token.content, spec.decoder);
+  concatenate(bytes, t.blob, t.tokenOffsets);
+  concatenate(spellings, t.spelling, t.spellingOffsets);
+
+  std::unordered_map<std::string, int32_t> vocab; // a vocabulary token's spelling to its id
   for (size_t id = 0; id < spec.model.vocab.size(); ++id)
     if (!spec.model.vocab[id].empty())
-      vocab.emplace(bytes[id], static_cast<int32_t>(id));
-  for (int b = 0; b < 256; ++b)
-    t.byteIds[b] = vocab.at(std::string(1, static_cast<char>(b))); // TokenizerJson checked they exist
+      vocab.emplace(spellings[id], static_cast<int32_t>(id));
+  for (int b = 0; b < 256; ++b) {
+    const std::string key = t.byteLevel ? std::string(1, static_cast<char>(b)) : fmt::format("<0x{:02X}>", b);
+    const auto it = vocab.find(key);
+    if (t.byteLevel && it == vocab.end())
+      fail("{}: model.vocab: a byte-level vocabulary lacks the token of byte 0x{:02X}", source, b);
+    t.byteIds[b] = it != vocab.end() && (t.byteLevel || spec.model.byteFallback) ? it->second : -1;
+  }
+  if (!t.byteLevel && !spec.model.unk && std::count(t.byteIds.begin(), t.byteIds.end(), -1))
+    unsupported(source, "model: byte_fallback without every <0xXX> token and without unk_token");
 
+  fillNormalizer(t, spec);
   for (size_t i = 0; i < spec.preTokenizer.size(); ++i) {
     const PreTokenizerStep &step = spec.preTokenizer[i];
     const std::string where = fmt::format("{}: pre_tokenizer step {}", source, i);
@@ -130,45 +264,18 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
     else if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.useRegex)
       t.splits.push_back(splitTables(kByteLevelPattern, false, where));
   }
-
-  t.merges.assign(slotsFor(spec.model.merges.size()), needle_rt::TokMerge{-1, -1, -1, -1});
-  for (size_t rank = 0; rank < spec.model.merges.size(); ++rank) {
-    const auto [left, right] = spec.model.merges[rank];
-    uint32_t slot = needle_rt::tok_hash_pair(left, right) & (t.merges.size() - 1);
-    while (t.merges[slot].left >= 0)
-      slot = (slot + 1) & (t.merges.size() - 1);
-    t.merges[slot] = {left, right, static_cast<int32_t>(rank), spec.model.mergedIds[rank]};
-  }
-  if (spec.model.ignoreMerges) {
-    t.words.assign(slotsFor(vocab.size()), needle_rt::TokWord{-1, 0});
-    for (size_t id = 0; id < spec.model.vocab.size(); ++id) { // by id: the same tables every time
-      if (spec.model.vocab[id].empty())
-        continue;
-      const uint32_t hash =
-          needle_rt::tok_hash_bytes(reinterpret_cast<const uint8_t *>(bytes[id].data()), bytes[id].size());
-      uint32_t slot = hash & (t.words.size() - 1);
-      while (t.words[slot].id >= 0)
-        slot = (slot + 1) & (t.words.size() - 1);
-      t.words[slot] = {static_cast<int32_t>(id), hash};
-    }
-  }
-
-  std::vector<const AddedToken *> added;
-  for (const AddedToken &token : spec.added)
-    added.push_back(&token);
-  std::stable_sort(added.begin(), added.end(), [](const AddedToken *a, const AddedToken *b) {
-    const auto first = [](const AddedToken *x) { return static_cast<unsigned char>(x->content[0]); };
-    return first(a) != first(b) ? first(a) < first(b) : a->content.size() > b->content.size();
-  });
-  for (const AddedToken *token : added) {
-    t.added.push_back(token->id);
-    t.addedSpecial.push_back(token->special);
-    ++t.addedFirst[static_cast<unsigned char>(token->content[0]) + 1];
-  }
-  for (size_t b = 1; b < t.addedFirst.size(); ++b)
-    t.addedFirst[b] += t.addedFirst[b - 1];
+  fillMerges(t, spec.model);
+  t.ignoreMerges = spec.model.ignoreMerges;
+  if (t.ignoreMerges || !t.byteLevel)
+    fillWords(t, spec.model);
+  t.unk = spec.model.unk.value_or(-1);
+  t.fuseUnk = spec.model.fuseUnk;
+  fillAdded(t, spec.added);
   t.prefixIds = spec.prefixIds;
   t.suffixIds = spec.suffixIds;
+  for (const DecoderStep &step : spec.decoder)
+    if (step.kind == DecoderStep::Kind::Strip)
+      t.stripLeading = static_cast<uint32_t>(step.start);
   return t;
 }
 

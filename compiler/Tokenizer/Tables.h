@@ -23,23 +23,35 @@ struct TokenizerTables {
     std::vector<uint8_t> acceptBefore;
     bool matchesOnly = false;
   };
+  struct Normalize {
+    std::string from, to; // from empty: Prepend `to`
+  };
   int32_t ids = 0;
-  std::vector<uint8_t> blob;            // every id's bytes in a text
-  std::vector<uint32_t> tokenOffsets;   // [ids + 1]
-  std::array<int32_t, 256> byteIds{};   // the token of each byte
+  bool byteLevel = false;
+  std::vector<Normalize> normalizer;
+  uint32_t growth = 1, growthExtra = 0; // a normalized text's bound
+  std::vector<uint8_t> blob;            // every id's bytes in a text, by tokenOffsets [ids + 1]
+  std::vector<uint32_t> tokenOffsets;
+  std::vector<uint8_t> spelling; // every id's spelling in the vocabulary, by spellingOffsets [ids + 1]
+  std::vector<uint32_t> spellingOffsets;
+  std::array<int32_t, 256> byteIds{}; // each byte's token, or its <0xNN> (-1: none)
   std::vector<Split> splits;
   std::vector<needle_rt::TokMerge> merges; // a power of two of slots, at most half full
-  std::vector<needle_rt::TokWord> words;   // ignore_merges only: the vocabulary by bytes
-  std::vector<int32_t> added;              // by first byte, longest first
+  std::vector<needle_rt::TokWord> words;   // the vocabulary by spelling, when encoding needs it
+  bool ignoreMerges = false, fuseUnk = false;
+  int32_t unk = -1;
+  std::vector<int32_t> added; // by first byte, longest first
   std::vector<uint8_t> addedSpecial;
   std::array<uint32_t, 257> addedFirst{};
   std::vector<int32_t> prefixIds, suffixIds;
+  uint32_t stripLeading = 0;
 
   /// The runtime's view of these tables; valid while they live and do not change.
   needle_rt::TokTables view();
 
 private:
   std::vector<needle_rt::TokSplit> splitViews_;
+  std::vector<needle_rt::TokNormalize> normalizeViews_;
 };
 
 /// Builds the tables of `spec`; what the compiled tokenizer does not support yet is an error

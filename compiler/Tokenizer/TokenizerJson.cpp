@@ -6,6 +6,7 @@
 #include "Tokenizer/Regex.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <tuple>
@@ -363,6 +364,13 @@ int64_t TokenizerSpec::idCount() const {
   for (const AddedToken &token : added)
     count = std::max<int64_t>(count, int64_t(token.id) + 1);
   return count;
+}
+
+int fallbackByte(const std::string &token) {
+  if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>' || !std::isxdigit(token[3]) ||
+      !std::isxdigit(token[4]))
+    return -1;
+  return std::stoi(token.substr(3, 2), nullptr, 16);
 }
 
 TokenizerSpec parseTokenizerJson(std::string_view text, std::string_view source) {

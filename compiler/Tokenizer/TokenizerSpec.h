@@ -44,6 +44,9 @@ struct PreTokenizerStep {
 inline constexpr const char *kByteLevelPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+/// The byte a byte_fallback token ("<0xXX>") stands for, or -1.
+int fallbackByte(const std::string &token);
+
 /// A decoder step, in order.
 struct DecoderStep {
   enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };

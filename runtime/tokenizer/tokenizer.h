@@ -12,8 +12,8 @@ namespace needle_rt {
 
 /// One split of the pre-tokenizer: its scanner, a DFA over symbols (classes of code points).
 struct TokSplit {
-  const uint32_t *run_starts;   // ascending code points, [0] = 0: where runs of one symbol start
-  const uint8_t *run_symbols;   // the symbol of each run
+  const uint32_t *run_starts; // ascending code points, [0] = 0: where runs of one symbol start
+  const uint8_t *run_symbols; // the symbol of each run
   uint32_t runs;
   uint32_t symbols;             // symbols per state
   uint32_t invalid_symbol;      // a byte that begins no valid UTF-8 sequence
@@ -28,23 +28,43 @@ struct TokMerge {
   int32_t left, right, rank, merged;
 };
 
-/// A vocabulary token by its bytes (ignore_merges): id = -1 marks an empty slot.
+/// A normalizer step on the text between added tokens: every `from` becomes `to`, or, with
+/// from_length 0, `to` is put before a text that is not empty (Prepend).
+struct TokNormalize {
+  const uint8_t *from;
+  uint32_t from_length;
+  const uint8_t *to;
+  uint32_t to_length;
+};
+
+/// A vocabulary token by its bytes (its spelling in the vocabulary): id = -1 marks an empty slot.
 struct TokWord {
   int32_t id;
   uint32_t hash;
 };
 
 struct TokTables {
-  int32_t ids;                  // ids are 0 .. ids - 1
-  const uint8_t *blob;          // every id's bytes in a text, by token_offsets
+  int32_t ids;         // ids are 0 .. ids - 1
+  uint32_t byte_level; // 1: a piece's symbols are its bytes' tokens; 0: its characters'
+  const TokNormalize *normalizer;
+  uint32_t normalizer_steps;
+  uint32_t growth, growth_extra; // a normalized text is at most growth * length + growth_extra bytes
+  const uint8_t *blob;           // every id's bytes in a text, by token_offsets
   const uint32_t *token_offsets; // [ids + 1]
-  const int32_t *byte_ids;      // [256]: the token of each byte (byte-level)
+  const int32_t *byte_ids;       // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
   const TokSplit *splits;
   uint32_t split_count;
-  const TokMerge *merges;       // open addressing, merge_mask + 1 slots
+  const TokMerge *merges; // open addressing, merge_mask + 1 slots
   uint32_t merge_mask;
-  const TokWord *words;         // open addressing, word_mask + 1 slots; null without ignore_merges
+  // The vocabulary by its spelling (raw bytes for byte-level, where the alphabet is a bijection),
+  // open addressing, word_mask + 1 slots; null when neither characters nor ignore_merges need it.
+  const TokWord *words;
   uint32_t word_mask;
+  const uint8_t *spelling; // the words' bytes, by spelling_offsets [ids + 1]
+  const uint32_t *spelling_offsets;
+  uint32_t ignore_merges;       // a piece that is a token is that token
+  int32_t unk_id;               // a character no token spells and no byte fallback covers; -1: none
+  uint32_t fuse_unk;            // consecutive unknown characters are one unknown token
   const int32_t *added;         // added token ids, by first byte, longest first
   const uint8_t *added_special; // same order: 1 for a special token
   const uint32_t *added_first;  // [257]: the added tokens starting with byte b are [added_first[b], added_first[b + 1])
@@ -52,6 +72,7 @@ struct TokTables {
   uint32_t prefix_count;
   const int32_t *suffix_ids;
   uint32_t suffix_count;
+  uint32_t strip_leading; // the decoder drops up to this many leading spaces of a stream
 };
 
 enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
@@ -74,8 +95,11 @@ inline uint32_t tok_hash_pair(int32_t left, int32_t right) {
 /// the rule of c-interface.md (no overlongs, surrogates or code points past U+10FFFF).
 inline size_t tok_sequence(const uint8_t *text, size_t length, size_t i, uint32_t *c) {
   const uint8_t lead = text[i];
-  const size_t n = lead < 0x80 ? 1 : lead >= 0xC2 && lead < 0xE0 ? 2 : lead >= 0xE0 && lead < 0xF0 ? 3
-                   : lead >= 0xF0 && lead < 0xF5 ? 4 : 0;
+  const size_t n = lead < 0x80                   ? 1
+                   : lead >= 0xC2 && lead < 0xE0 ? 2
+                   : lead >= 0xE0 && lead < 0xF0 ? 3
+                   : lead >= 0xF0 && lead < 0xF5 ? 4
+                                                 : 0;
   if (n == 0 || i + n > length)
     return 0;
   uint32_t value = n == 1 ? lead : lead & (0x7Fu >> n);
@@ -162,8 +186,8 @@ inline int32_t tok_find_word(const TokTables &t, const uint8_t *bytes, size_t le
     const TokWord &w = t.words[slot];
     if (w.id < 0)
       return -1;
-    const uint32_t begin = t.token_offsets[w.id], size = t.token_offsets[w.id + 1] - begin;
-    if (w.hash == hash && size == length && memcmp(t.blob + begin, bytes, length) == 0)
+    const uint32_t begin = t.spelling_offsets[w.id], size = t.spelling_offsets[w.id + 1] - begin;
+    if (w.hash == hash && size == length && memcmp(t.spelling + begin, bytes, length) == 0)
       return w.id;
   }
 }
@@ -210,19 +234,48 @@ inline void tok_offer(const TokTables &t, const TokSymbol *symbols, int32_t pos,
 /// Bytes of scratch BPE needs per byte of a piece: one symbol and up to three candidates.
 constexpr size_t kTokScratchPerByte = sizeof(TokSymbol) + 3 * sizeof(TokCandidate);
 
-/// BPE on one byte-level piece: each byte's token, then the lowest-ranked adjacent pair merged
-/// (the leftmost of equals) until none merges.
+/// A piece's first symbols, linked in order: byte-level, each byte's token; else each
+/// character's token, or its bytes' <0xNN> tokens when all exist, or the unknown token (one for
+/// a run with fuse_unk). Returns how many (at most one a byte).
+inline size_t tok_first_symbols(const TokTables &t, const uint8_t *piece, size_t length, TokSymbol *symbols) {
+  size_t n = 0;
+  auto push = [&](int32_t id) {
+    symbols[n] = TokSymbol{id, static_cast<int32_t>(n) - 1, -1};
+    if (n)
+      symbols[n - 1].next = static_cast<int32_t>(n);
+    ++n;
+  };
+  for (size_t i = 0; i < length;) {
+    uint32_t c = 0;
+    const size_t sequence = t.byte_level ? 1 : tok_sequence(piece, length, i, &c);
+    const size_t bytes = sequence ? sequence : 1; // an invalid byte is a character of its own
+    const int32_t id = t.byte_level ? t.byte_ids[piece[i]] : tok_find_word(t, piece + i, bytes);
+    bool fallback = !t.byte_level && id < 0;
+    for (size_t k = 0; k < bytes && fallback; ++k)
+      fallback = t.byte_ids[piece[i + k]] >= 0;
+    if (id >= 0)
+      push(id);
+    else if (fallback)
+      for (size_t k = 0; k < bytes; ++k)
+        push(t.byte_ids[piece[i + k]]);
+    else if (!(t.fuse_unk && n && symbols[n - 1].id == t.unk_id)) // the tables guarantee an unk_id here
+      push(t.unk_id);
+    i += bytes;
+  }
+  return n;
+}
+
+/// BPE on one piece: its first symbols, then the lowest-ranked adjacent pair merged (the
+/// leftmost of equals) until none merges.
 inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, void *scratch, TokOutput *out) {
-  if (t.words) // ignore_merges: a piece that is a token is that token
+  if (t.ignore_merges)
     if (const int32_t id = tok_find_word(t, piece, length); id >= 0)
       return out->push(id);
   TokSymbol *symbols = static_cast<TokSymbol *>(scratch);
   TokCandidate *heap = reinterpret_cast<TokCandidate *>(symbols + length);
+  const size_t n = tok_first_symbols(t, piece, length, symbols);
   size_t size = 0;
-  for (size_t i = 0; i < length; ++i)
-    symbols[i] = TokSymbol{t.byte_ids[piece[i]], static_cast<int32_t>(i) - 1,
-                           i + 1 < length ? static_cast<int32_t>(i + 1) : -1};
-  for (size_t i = 0; i + 1 < length; ++i)
+  for (size_t i = 0; i + 1 < n; ++i)
     tok_offer(t, symbols, static_cast<int32_t>(i), heap, &size);
   while (size) {
     const TokCandidate c = tok_heap_pop(heap, &size);
@@ -241,7 +294,7 @@ inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, voi
     tok_offer(t, symbols, left.prev, heap, &size);
     tok_offer(t, symbols, c.pos, heap, &size);
   }
-  for (int32_t i = 0; i >= 0; i = symbols[i].next)
+  for (int32_t i = n ? 0 : -1; i >= 0; i = symbols[i].next)
     out->push(symbols[i].id);
 }
 
@@ -289,17 +342,73 @@ inline int32_t tok_added_at(const TokTables &t, const uint8_t *text, size_t leng
   return -1;
 }
 
-/// The scratch tok_encode needs for `length` bytes of text.
-inline size_t tok_encode_scratch_size(size_t length) { return kTokScratchPerByte * length + 16; }
+/// The most bytes `length` bytes of text become through the normalizer.
+inline size_t tok_normalized_bound(const TokTables &t, size_t length) { return t.growth * length + t.growth_extra; }
 
-/// Encodes text[0, length): the added tokens first, the rest split and merged (docs/tokenizer.md).
+/// The scratch tok_encode needs for `length` bytes of text: two buffers for the normalizer's
+/// steps, then BPE's symbols and candidates.
+inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
+  const size_t normalized = tok_normalized_bound(t, length);
+  return (t.normalizer_steps ? 2 * normalized : 0) + kTokScratchPerByte * normalized + 32;
+}
+
+/// text[0, length) through the normalizer's steps, from one buffer into the other; returns the
+/// result (text itself when there are no steps) and its length in *result_length.
+inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, uint8_t *buffers[2],
+                                    size_t *result_length) {
+  const uint8_t *in = text;
+  for (uint32_t k = 0; k < t.normalizer_steps; ++k) {
+    const TokNormalize &step = t.normalizer[k];
+    uint8_t *out = buffers[k % 2];
+    size_t n = 0;
+    if (step.from_length == 0) { // Prepend, to a text that is not empty
+      if (length) {
+        memcpy(out, step.to, step.to_length);
+        n = step.to_length;
+      }
+      memcpy(out + n, in, length);
+      n += length;
+    } else {
+      for (size_t i = 0; i < length;) {
+        if (length - i >= step.from_length && memcmp(in + i, step.from, step.from_length) == 0) {
+          memcpy(out + n, step.to, step.to_length);
+          n += step.to_length;
+          i += step.from_length;
+        } else {
+          out[n++] = in[i++];
+        }
+      }
+    }
+    in = out;
+    length = n;
+  }
+  *result_length = length;
+  return in;
+}
+
+/// One text between added tokens: normalized, split, merged.
+inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, uint8_t *scratch, size_t bound,
+                        TokOutput *out) {
+  if (length == 0)
+    return;
+  uint8_t *buffers[2] = {scratch, scratch + bound};
+  size_t normalized_length = 0;
+  const uint8_t *normalized = tok_normalize(t, text, length, buffers, &normalized_length);
+  // BPE's symbols and candidates hold 4-byte fields: past the buffers, aligned.
+  uint8_t *bpe = scratch + (t.normalizer_steps ? 2 * bound : 0);
+  bpe = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(bpe) + 15) & ~uintptr_t(15));
+  tok_split(t, 0, normalized, 0, normalized_length, bpe, out);
+}
+
+/// Encodes text[0, length): the added tokens first, the rest normalized, split and merged
+/// (docs/tokenizer.md).
 inline int tok_encode(const TokTables &t, const char *text, size_t length, unsigned flags, void *scratch,
                       size_t scratch_size, int32_t *ids, size_t cap, size_t *count) {
-  if ((!text && length) || !count || (!ids && cap) || !scratch || scratch_size < tok_encode_scratch_size(length))
+  if ((!text && length) || !count || (!ids && cap) || !scratch || scratch_size < tok_encode_scratch_size(t, length))
     return TOK_ERR_ARG;
-  // Candidates and symbols hold 4-byte fields: align the scratch.
-  void *aligned = reinterpret_cast<void *>((reinterpret_cast<uintptr_t>(scratch) + 15) & ~uintptr_t(15));
   const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
+  uint8_t *work = static_cast<uint8_t *>(scratch);
+  const size_t bound = tok_normalized_bound(t, length);
   TokOutput out{ids, cap, 0};
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.prefix_count; ++i)
@@ -312,11 +421,11 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
       ++at;
       continue;
     }
-    tok_split(t, 0, bytes, segment, at, aligned, &out);
+    tok_segment(t, bytes + segment, at - segment, work, bound, &out);
     out.push(id);
     segment = at += token_length;
   }
-  tok_split(t, 0, bytes, segment, length, aligned, &out);
+  tok_segment(t, bytes + segment, length - segment, work, bound, &out);
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.suffix_count; ++i)
       out.push(t.suffix_ids[i]);
@@ -325,24 +434,37 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
 }
 
 /// The streaming decoder: WHATWG's UTF-8 decoder over the tokens' bytes, so a sequence split
-/// between tokens is held back and every maximal invalid subpart becomes U+FFFD.
+/// between tokens is held back and every maximal invalid subpart becomes U+FFFD; and the
+/// decoder's start-of-text rule, leading spaces dropped.
 struct TokDecoder {
-  uint8_t held[4];     // the incomplete sequence so far
-  uint8_t count;       // bytes held
-  uint8_t needed;      // bytes the sequence still needs
+  uint8_t held[4];      // the incomplete sequence so far
+  uint8_t count;        // bytes held
+  uint8_t needed;       // bytes the sequence still needs
   uint8_t lower, upper; // the bounds of its next byte
+  uint8_t strip;        // leading spaces still to drop
 };
 
-inline void tok_decoder_init(TokDecoder *d) { *d = TokDecoder{{0, 0, 0, 0}, 0, 0, 0x80, 0xBF}; }
+inline void tok_decoder_init(const TokTables &t, TokDecoder *d) {
+  *d = TokDecoder{{0, 0, 0, 0}, 0, 0, 0x80, 0xBF, static_cast<uint8_t>(t.strip_leading)};
+}
 
-/// Appends `n` bytes to out (counting them past cap; written only when they fit).
+/// Appends bytes to out (counting them past cap; written only when they fit), dropping the
+/// leading spaces the decoder still strips.
 struct TokText {
   char *out;
   size_t cap, length;
+  uint8_t *strip;
   void put(const uint8_t *bytes, size_t n) {
-    for (size_t i = 0; i < n; ++i, ++length)
+    for (size_t i = 0; i < n; ++i) {
+      if (*strip && bytes[i] == ' ') {
+        --*strip;
+        continue;
+      }
+      *strip = 0;
       if (length < cap)
         out[length] = static_cast<char>(bytes[i]);
+      ++length;
+    }
   }
   void replacement() {
     static const uint8_t fffd[3] = {0xEF, 0xBF, 0xBD};
@@ -388,30 +510,30 @@ inline int tok_decode_next(const TokTables &t, TokDecoder *d, int32_t id, char *
   const uint8_t *bytes = t.blob + t.token_offsets[id];
   const size_t n = t.token_offsets[id + 1] - t.token_offsets[id];
   TokDecoder trial = *d; // measure first, so a buffer too small changes nothing
-  TokText measure{nullptr, 0, 0};
+  TokText measure{nullptr, 0, 0, &trial.strip};
   for (size_t i = 0; i < n; ++i)
     tok_decode_byte(&trial, bytes[i], &measure);
   *length = measure.length;
   if (measure.length > cap)
     return TOK_ERR_SPACE;
-  TokText text{out, cap, 0};
+  TokText text{out, cap, 0, &d->strip};
   for (size_t i = 0; i < n; ++i)
     tok_decode_byte(d, bytes[i], &text);
   return TOK_OK;
 }
 
-/// Ends a stream: an incomplete sequence held back becomes U+FFFD.
-inline int tok_decode_flush(TokDecoder *d, char *out, size_t cap, size_t *length) {
+/// Ends a stream: an incomplete sequence held back becomes U+FFFD. The decoder starts anew.
+inline int tok_decode_flush(const TokTables &t, TokDecoder *d, char *out, size_t cap, size_t *length) {
   if (!d || !length || (!out && cap))
     return TOK_ERR_ARG;
   *length = d->count ? 3 : 0;
   if (*length > cap)
     return TOK_ERR_SPACE;
   if (d->count) {
-    TokText text{out, cap, 0};
+    TokText text{out, cap, 0, &d->strip};
     text.replacement();
   }
-  tok_decoder_init(d);
+  tok_decoder_init(t, d);
   return TOK_OK;
 }
 

@@ -28,7 +28,7 @@ TokenizerSpec byteLevelSpec() {
 
 /// The runtime's ids for `text`, with room for exactly as many as it says it needs.
 std::vector<int32_t> runtimeEncode(const needle_rt::TokTables &tables, std::string_view text) {
-  std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(text.size()));
+  std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(tables, text.size()));
   size_t count = 0;
   needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(), scratch.size(),
                         nullptr, 0, &count);
@@ -43,7 +43,7 @@ std::vector<int32_t> runtimeEncode(const needle_rt::TokTables &tables, std::stri
 /// hold any token's output: at most 3 × (3 + its bytes)).
 std::string runtimeDecode(const needle_rt::TokTables &tables, const std::vector<int32_t> &ids) {
   needle_rt::TokDecoder decoder;
-  needle_rt::tok_decoder_init(&decoder);
+  needle_rt::tok_decoder_init(tables, &decoder);
   std::string text;
   char out[64];
   size_t length = 0;
@@ -51,7 +51,7 @@ std::string runtimeDecode(const needle_rt::TokTables &tables, const std::vector<
     NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_next(tables, &decoder, id, out, sizeof out, &length) == needle_rt::TOK_OK);
     text.append(out, length);
   }
-  NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_flush(&decoder, out, sizeof out, &length) == needle_rt::TOK_OK);
+  NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_flush(tables, &decoder, out, sizeof out, &length) == needle_rt::TOK_OK);
   return text.append(out, length);
 }
 

@@ -31,7 +31,7 @@ public:
       : tables_(buildTokenizerTables(spec, source)), view_(tables_.view()) {}
 
   std::vector<int32_t> encode(const std::string &text, bool special) const {
-    std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(text.size()));
+    std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view_, text.size()));
     const unsigned flags =
         special ? needle_rt::TOK_ENCODE_SPECIAL | needle_rt::TOK_ENCODE_BOS_EOS : needle_rt::TOK_ENCODE_SPECIAL;
     size_t count = 0; // ask for the count first: with no room it must give it, writing nothing
@@ -49,7 +49,7 @@ public:
 
   std::string decode(const std::vector<int32_t> &ids) const {
     needle_rt::TokDecoder decoder;
-    needle_rt::tok_decoder_init(&decoder);
+    needle_rt::tok_decoder_init(view_, &decoder);
     std::string text;
     for (int32_t id : ids) {
       // No room first: a token that completes nothing succeeds, else the error says how much.
@@ -66,7 +66,7 @@ public:
     }
     char tail[3];
     size_t length = 0;
-    if (needle_rt::tok_decode_flush(&decoder, tail, sizeof tail, &length) != needle_rt::TOK_OK)
+    if (needle_rt::tok_decode_flush(view_, &decoder, tail, sizeof tail, &length) != needle_rt::TOK_OK)
       fail("tok_decode_flush failed");
     return text.append(tail, length);
   }

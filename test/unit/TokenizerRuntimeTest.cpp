@@ -26,8 +26,8 @@ TokenizerSpec spec() {
       {"type": "Split", "pattern": {"Regex": " ?\\p{L}+|\\s+|[^\\s\\p{L}]+"}, "behavior": "Isolated", "invert": false},
       {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
     "post_processor": null, "decoder": {"type": "ByteLevel"},
-    "model": {"type": "BPE", "vocab": {)" + vocab +
-                                R"("aa": 256, "aaaa": 257, "Ġa": 258}, "merges": ["a a", "aa aa", "Ġ a"]}})",
+    "model": {"type": "BPE", "vocab": {)" +
+                                vocab + R"("aa": 256, "aaaa": 257, "Ġa": 258}, "merges": ["a a", "aa aa", "Ġ a"]}})",
                             "tok.json");
 }
 
@@ -36,7 +36,8 @@ struct Runtime {
   needle_rt::TokTables view = tables.view();
 
   int encode(const std::string &text, std::vector<int32_t> &ids, size_t &count, size_t scratchBytes = 0) const {
-    std::vector<unsigned char> scratch(scratchBytes ? scratchBytes : needle_rt::tok_encode_scratch_size(text.size()));
+    std::vector<unsigned char> scratch(scratchBytes ? scratchBytes
+                                                    : needle_rt::tok_encode_scratch_size(view, text.size()));
     return needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
                                  scratch.size(), ids.data(), ids.size(), &count);
   }
@@ -60,6 +61,46 @@ TEST(TokenizerRuntime, EncodesAsTheReferenceDoes) {
   EXPECT_EQ(runtime.encode(word), std::vector<int32_t>(50000, 257));
 }
 
+TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
+  // Prepend and Replace normalizers; a byte fallback that covers only "A", so other unknown
+  // characters become <unk>, one for a run (fuse_unk); the decoder strips one leading space.
+  const TokenizerSpec spec = parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                      "normalized": false, "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+    "pre_tokenizer": null, "post_processor": null,
+    "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+               {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
+              "vocab": {"<s>": 0, "<unk>": 1, "<0x41>": 2, "▁": 3, "a": 4, "▁a": 5}, "merges": ["▁ a"]}})",
+                                                "tok.json");
+  TokenizerTables tables = buildTokenizerTables(spec, "tok.json");
+  const needle_rt::TokTables view = tables.view();
+  const ReferenceTokenizer reference(spec, "tok.json");
+  for (const std::string text : {"a a", "A bcd a", "<s>a", "", "  a\xff"}) {
+    std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view, text.size()));
+    std::vector<int32_t> ids(64);
+    size_t count = 0;
+    ASSERT_EQ(needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
+                                    scratch.size(), ids.data(), ids.size(), &count),
+              needle_rt::TOK_OK);
+    ids.resize(count);
+    EXPECT_EQ(ids, reference.encode(text)) << text;
+  }
+  needle_rt::TokDecoder decoder;
+  needle_rt::tok_decoder_init(view, &decoder);
+  std::string text;
+  for (int32_t id : {5, 3, 2, 1, 5}) {
+    char out[16];
+    size_t length = 0;
+    ASSERT_EQ(needle_rt::tok_decode_next(view, &decoder, id, out, sizeof out, &length), needle_rt::TOK_OK);
+    text.append(out, length);
+  }
+  EXPECT_EQ(text, reference.decode({5, 3, 2, 1, 5}));
+  EXPECT_EQ(text, "a A<unk> a");
+}
+
 TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
   const Runtime runtime;
   std::vector<int32_t> ids(2, -7);
@@ -69,13 +110,14 @@ TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
   std::vector<int32_t> none;
   EXPECT_EQ(runtime.encode("a a a a", none, count), needle_rt::TOK_ERR_SPACE);
   EXPECT_EQ(count, 4u);
-  EXPECT_EQ(runtime.encode("a a", ids, count, needle_rt::tok_encode_scratch_size(3) - 1), needle_rt::TOK_ERR_ARG);
+  EXPECT_EQ(runtime.encode("a a", ids, count, needle_rt::tok_encode_scratch_size(runtime.view, 3) - 1),
+            needle_rt::TOK_ERR_ARG);
 }
 
 TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
   const Runtime runtime;
   needle_rt::TokDecoder decoder;
-  needle_rt::tok_decoder_init(&decoder);
+  needle_rt::tok_decoder_init(runtime.view, &decoder);
   char out[16];
   size_t length = 0;
   // "é" is C3 A9: its first byte's token gives nothing yet, the second completes it.
@@ -94,10 +136,9 @@ TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
   EXPECT_EQ(std::string(out, length), "\uFFFD a");
   // A sequence still incomplete at the end is U+FFFD.
   ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xF0, out, sizeof out, &length), needle_rt::TOK_OK);
-  ASSERT_EQ(needle_rt::tok_decode_flush(&decoder, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_flush(runtime.view, &decoder, out, sizeof out, &length), needle_rt::TOK_OK);
   EXPECT_EQ(std::string(out, length), "\uFFFD");
-  EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length),
-            needle_rt::TOK_ERR_ARG);
+  EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length), needle_rt::TOK_ERR_ARG);
 }
 
 } // namespace
