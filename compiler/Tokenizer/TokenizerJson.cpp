@@ -86,7 +86,10 @@ private:
 /// A Replace pattern: {"String": s} (a {"Regex": ...} pattern is not supported there).
 std::string literalPattern(const Node &pattern) {
   pattern.onlyMembers({"String"});
-  return pattern.member("String").string();
+  std::string text = pattern.member("String").string();
+  if (text.empty()) // it would match everywhere: "replace every empty string" has no sensible reading
+    pattern.member("String").fail("an empty pattern is not supported");
+  return text;
 }
 
 /// The steps of `node`, flattening Sequence (its steps under `listKey`).

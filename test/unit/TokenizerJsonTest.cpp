@@ -141,6 +141,10 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {
   digits.replace(digits.find(R"(\\p{L}+|)"), 8, R"(\\d+|)");
   EXPECT_EQ(errorOf(digits), "tok.json: pre_tokenizer.pretokenizers[0].pattern.Regex: regex \"\\d+|\\s+\": at offset "
                              "2: the escape \\d is not supported");
+  std::string empty = byteLevel(kModel);
+  empty.replace(empty.find(R"({"type": "NFC"})"), 15,
+                R"({"type": "Replace", "pattern": {"String": ""}, "content": "x"})");
+  EXPECT_EQ(errorOf(empty), "tok.json: normalizer.pattern.String: an empty pattern is not supported");
   EXPECT_EQ(errorOf(byteLevel(kModel, "[]", R"({"type": "RobertaProcessing"})")),
             "tok.json: post_processor.type: post-processor \"RobertaProcessing\" is not supported (TemplateProcessing, "
             "ByteLevel)");
