@@ -173,8 +173,9 @@ using StepFunction = void (*)(unsigned char *arena, const int32_t *tokens, int64
 /// arena: computed when asked, so a feed does not pay for heads nobody reads.
 using HeadFunction = void (*)(const unsigned char *arena, float *out);
 
-/// The header's NEEDLE_* status codes.
-enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4 };
+/// The header's NEEDLE_* status codes (status_err_space: an output buffer too small, the
+/// tokenizer's functions only).
+enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4, status_err_space = -5 };
 
 /// The session's header, at the start of its arena (the planner reserves 64 bytes for it).
 struct SessionHeader {

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../needle_contract.h"
+
 namespace needle_rt {
 
 /// One split of the pre-tokenizer: its scanner, a DFA over symbols (classes of code points).
@@ -76,7 +78,6 @@ struct TokTables {
 };
 
 enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
-enum { TOK_OK = 0, TOK_ERR_ARG = -2, TOK_ERR_SPACE = -5 };
 
 /// FNV-1a, the words' hash.
 inline uint32_t tok_hash_bytes(const uint8_t *bytes, size_t length) {
@@ -405,7 +406,7 @@ inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, 
 inline int tok_encode(const TokTables &t, const char *text, size_t length, unsigned flags, void *scratch,
                       size_t scratch_size, int32_t *ids, size_t cap, size_t *count) {
   if ((!text && length) || !count || (!ids && cap) || !scratch || scratch_size < tok_encode_scratch_size(t, length))
-    return TOK_ERR_ARG;
+    return status_err_arg;
   const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
   uint8_t *work = static_cast<uint8_t *>(scratch);
   const size_t bound = tok_normalized_bound(t, length);
@@ -430,7 +431,7 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
     for (uint32_t i = 0; i < t.suffix_count; ++i)
       out.push(t.suffix_ids[i]);
   *count = out.count;
-  return out.count > cap ? TOK_ERR_SPACE : TOK_OK;
+  return out.count > cap ? status_err_space : status_ok;
 }
 
 /// The streaming decoder: WHATWG's UTF-8 decoder over the tokens' bytes, so a sequence split
@@ -503,10 +504,12 @@ inline void tok_decode_byte(TokDecoder *d, uint8_t b, TokText *text) {
 }
 
 /// Appends token `id`'s text to out[0, cap): what is complete so far (*length bytes).
-/// TOK_ERR_SPACE, the decoder unchanged, when it does not fit; TOK_ERR_ARG for an unknown id.
+/// status_err_space, the decoder unchanged, when it does not fit; status_err_token for an unknown id.
 inline int tok_decode_next(const TokTables &t, TokDecoder *d, int32_t id, char *out, size_t cap, size_t *length) {
-  if (!d || !length || (!out && cap) || id < 0 || id >= t.ids)
-    return TOK_ERR_ARG;
+  if (!d || !length || (!out && cap))
+    return status_err_arg;
+  if (id < 0 || id >= t.ids)
+    return status_err_token;
   const uint8_t *bytes = t.blob + t.token_offsets[id];
   const size_t n = t.token_offsets[id + 1] - t.token_offsets[id];
   TokDecoder trial = *d; // measure first, so a buffer too small changes nothing
@@ -515,26 +518,26 @@ inline int tok_decode_next(const TokTables &t, TokDecoder *d, int32_t id, char *
     tok_decode_byte(&trial, bytes[i], &measure);
   *length = measure.length;
   if (measure.length > cap)
-    return TOK_ERR_SPACE;
+    return status_err_space;
   TokText text{out, cap, 0, &d->strip};
   for (size_t i = 0; i < n; ++i)
     tok_decode_byte(d, bytes[i], &text);
-  return TOK_OK;
+  return status_ok;
 }
 
 /// Ends a stream: an incomplete sequence held back becomes U+FFFD. The decoder starts anew.
 inline int tok_decode_flush(const TokTables &t, TokDecoder *d, char *out, size_t cap, size_t *length) {
   if (!d || !length || (!out && cap))
-    return TOK_ERR_ARG;
+    return status_err_arg;
   *length = d->count ? 3 : 0;
   if (*length > cap)
-    return TOK_ERR_SPACE;
+    return status_err_space;
   if (d->count) {
     TokText text{out, cap, 0, &d->strip};
     text.replacement();
   }
   tok_decoder_init(t, d);
-  return TOK_OK;
+  return status_ok;
 }
 
 } // namespace needle_rt

@@ -35,7 +35,7 @@ std::vector<int32_t> runtimeEncode(const needle_rt::TokTables &tables, std::stri
   std::vector<int32_t> ids(count);
   NEEDLE_FUZZ_CHECK(needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL,
                                           scratch.data(), scratch.size(), ids.data(), ids.size(),
-                                          &count) == needle_rt::TOK_OK);
+                                          &count) == needle_rt::status_ok);
   return ids;
 }
 
@@ -48,10 +48,11 @@ std::string runtimeDecode(const needle_rt::TokTables &tables, const std::vector<
   char out[64];
   size_t length = 0;
   for (int32_t id : ids) {
-    NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_next(tables, &decoder, id, out, sizeof out, &length) == needle_rt::TOK_OK);
+    NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_next(tables, &decoder, id, out, sizeof out, &length) ==
+                      needle_rt::status_ok);
     text.append(out, length);
   }
-  NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_flush(tables, &decoder, out, sizeof out, &length) == needle_rt::TOK_OK);
+  NEEDLE_FUZZ_CHECK(needle_rt::tok_decode_flush(tables, &decoder, out, sizeof out, &length) == needle_rt::status_ok);
   return text.append(out, length);
 }
 

@@ -43,7 +43,7 @@ int run(int argc, char **argv) {
   for (int round = 0; round < 3; ++round) {
     start = std::chrono::steady_clock::now();
     if (needle_rt::tok_encode(view, text.data(), text.size(), 0, scratch.data(), scratch.size(), ids.data(), ids.size(),
-                              &count) != needle_rt::TOK_OK)
+                              &count) != needle_rt::status_ok)
       fail("tok_encode failed");
     encodeSeconds = std::min(encodeSeconds, secondsSince(start));
     start = std::chrono::steady_clock::now();

@@ -37,11 +37,11 @@ public:
     size_t count = 0; // ask for the count first: with no room it must give it, writing nothing
     const int status = needle_rt::tok_encode(view_, text.data(), text.size(), flags, scratch.data(), scratch.size(),
                                              nullptr, 0, &count);
-    if (status != (count ? needle_rt::TOK_ERR_SPACE : needle_rt::TOK_OK))
+    if (status != (count ? needle_rt::status_err_space : needle_rt::status_ok))
       fail("tok_encode with no room returned {} for {} ids", status, count);
     std::vector<int32_t> ids(count);
     if (needle_rt::tok_encode(view_, text.data(), text.size(), flags, scratch.data(), scratch.size(), ids.data(),
-                              ids.size(), &count) != needle_rt::TOK_OK ||
+                              ids.size(), &count) != needle_rt::status_ok ||
         count != ids.size())
       fail("tok_encode failed with room for {} ids", ids.size());
     return ids;
@@ -55,18 +55,18 @@ public:
       // No room first: a token that completes nothing succeeds, else the error says how much.
       size_t length = 0;
       const int status = needle_rt::tok_decode_next(view_, &decoder, id, nullptr, 0, &length);
-      if (status == needle_rt::TOK_ERR_ARG)
+      if (status == needle_rt::status_err_token)
         fail("token id {} is no token of this tokenizer", id);
-      if (status == needle_rt::TOK_OK)
+      if (status == needle_rt::status_ok)
         continue;
       std::string piece(length, '\0');
-      if (needle_rt::tok_decode_next(view_, &decoder, id, piece.data(), piece.size(), &length) != needle_rt::TOK_OK)
+      if (needle_rt::tok_decode_next(view_, &decoder, id, piece.data(), piece.size(), &length) != needle_rt::status_ok)
         fail("tok_decode_next failed with room for {} bytes", piece.size());
       text += piece;
     }
     char tail[3];
     size_t length = 0;
-    if (needle_rt::tok_decode_flush(view_, &decoder, tail, sizeof tail, &length) != needle_rt::TOK_OK)
+    if (needle_rt::tok_decode_flush(view_, &decoder, tail, sizeof tail, &length) != needle_rt::status_ok)
       fail("tok_decode_flush failed");
     return text.append(tail, length);
   }

@@ -44,7 +44,7 @@ struct Runtime {
   std::vector<int32_t> encode(const std::string &text) const {
     std::vector<int32_t> ids(text.size() + 1);
     size_t count = 0;
-    EXPECT_EQ(encode(text, ids, count), needle_rt::TOK_OK);
+    EXPECT_EQ(encode(text, ids, count), needle_rt::status_ok);
     ids.resize(count);
     return ids;
   }
@@ -84,7 +84,7 @@ TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
     size_t count = 0;
     ASSERT_EQ(needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
                                     scratch.size(), ids.data(), ids.size(), &count),
-              needle_rt::TOK_OK);
+              needle_rt::status_ok);
     ids.resize(count);
     EXPECT_EQ(ids, reference.encode(text)) << text;
   }
@@ -94,7 +94,7 @@ TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
   for (int32_t id : {5, 3, 2, 1, 5}) {
     char out[16];
     size_t length = 0;
-    ASSERT_EQ(needle_rt::tok_decode_next(view, &decoder, id, out, sizeof out, &length), needle_rt::TOK_OK);
+    ASSERT_EQ(needle_rt::tok_decode_next(view, &decoder, id, out, sizeof out, &length), needle_rt::status_ok);
     text.append(out, length);
   }
   EXPECT_EQ(text, reference.decode({5, 3, 2, 1, 5}));
@@ -105,13 +105,13 @@ TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
   const Runtime runtime;
   std::vector<int32_t> ids(2, -7);
   size_t count = 0;
-  EXPECT_EQ(runtime.encode("a a a a", ids, count), needle_rt::TOK_ERR_SPACE);
+  EXPECT_EQ(runtime.encode("a a a a", ids, count), needle_rt::status_err_space);
   EXPECT_EQ(count, 4u);
   std::vector<int32_t> none;
-  EXPECT_EQ(runtime.encode("a a a a", none, count), needle_rt::TOK_ERR_SPACE);
+  EXPECT_EQ(runtime.encode("a a a a", none, count), needle_rt::status_err_space);
   EXPECT_EQ(count, 4u);
   EXPECT_EQ(runtime.encode("a a", ids, count, needle_rt::tok_encode_scratch_size(runtime.view, 3) - 1),
-            needle_rt::TOK_ERR_ARG);
+            needle_rt::status_err_arg);
 }
 
 TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
@@ -121,24 +121,25 @@ TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
   char out[16];
   size_t length = 0;
   // "é" is C3 A9: its first byte's token gives nothing yet, the second completes it.
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xC3, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xC3, out, sizeof out, &length), needle_rt::status_ok);
   EXPECT_EQ(length, 0u);
   // No room for what it would write: an error, the decoder unchanged.
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, 1, &length), needle_rt::TOK_ERR_SPACE);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, 1, &length), needle_rt::status_err_space);
   EXPECT_EQ(length, 2u);
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xA9, out, sizeof out, &length), needle_rt::status_ok);
   EXPECT_EQ(std::string(out, length), "é");
   // An invalid byte is U+FFFD; a lead byte then a non-continuation is U+FFFD and that byte.
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xFF, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xFF, out, sizeof out, &length), needle_rt::status_ok);
   EXPECT_EQ(std::string(out, length), "\uFFFD");
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xE2, out, sizeof out, &length), needle_rt::TOK_OK);
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 258, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xE2, out, sizeof out, &length), needle_rt::status_ok);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 258, out, sizeof out, &length), needle_rt::status_ok);
   EXPECT_EQ(std::string(out, length), "\uFFFD a");
   // A sequence still incomplete at the end is U+FFFD.
-  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xF0, out, sizeof out, &length), needle_rt::TOK_OK);
-  ASSERT_EQ(needle_rt::tok_decode_flush(runtime.view, &decoder, out, sizeof out, &length), needle_rt::TOK_OK);
+  ASSERT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 0xF0, out, sizeof out, &length), needle_rt::status_ok);
+  ASSERT_EQ(needle_rt::tok_decode_flush(runtime.view, &decoder, out, sizeof out, &length), needle_rt::status_ok);
   EXPECT_EQ(std::string(out, length), "\uFFFD");
-  EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length), needle_rt::TOK_ERR_ARG);
+  EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length),
+            needle_rt::status_err_token);
 }
 
 } // namespace
