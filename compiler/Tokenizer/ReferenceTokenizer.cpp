@@ -55,24 +55,12 @@ std::string normalize(const std::vector<NormalizerStep> &steps, std::string text
   return text;
 }
 
-/// The byte GPT-2's alphabet spells with `c`, or -1.
-int byteOf(char32_t c) {
-  static const std::unordered_map<char32_t, int> bytes = [] {
-    std::unordered_map<char32_t, int> out;
-    for (int b = 0; b < 256; ++b)
-      out[byteLevelAlphabet()[b]] = b;
-    return out;
-  }();
-  auto it = bytes.find(c);
-  return it == bytes.end() ? -1 : it->second;
-}
-
 /// Byte-level tokens back to text: each character to its byte (one outside the alphabet stays
 /// as it is), then lossy UTF-8.
 std::string fromByteLevel(const std::string &tokens) {
   std::string bytes;
   for (char32_t c : decodeUtf8(tokens)) {
-    if (const int b = byteOf(c); b >= 0)
+    if (const int b = byteLevelByte(c); b >= 0)
       bytes += static_cast<char>(b);
     else
       appendUtf8(bytes, c);

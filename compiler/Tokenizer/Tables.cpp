@@ -61,16 +61,10 @@ void checkSentencePiece(const TokenizerSpec &spec, const std::string &source) {
 
 /// The bytes a byte-level vocabulary token stands for: each alphabet character's byte.
 std::string byteLevelBytes(const std::string &token) {
-  static const std::unordered_map<char32_t, char> bytes = [] {
-    std::unordered_map<char32_t, char> out;
-    for (int b = 0; b < 256; ++b)
-      out[byteLevelAlphabet()[b]] = static_cast<char>(b);
-    return out;
-  }();
   std::string out;
   for (char32_t c : decodeUtf8(token)) {
-    if (auto it = bytes.find(c); it != bytes.end())
-      out += it->second;
+    if (const int b = byteLevelByte(c); b >= 0)
+      out += static_cast<char>(b);
     else
       appendUtf8(out, c);
   }

@@ -6,6 +6,8 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include <unordered_map>
+
 namespace needle::tokenizer {
 
 namespace {
@@ -114,6 +116,17 @@ std::string lossyUtf8(std::string_view bytes) {
     i += k;
   }
   return out;
+}
+
+int byteLevelByte(char32_t c) {
+  static const std::unordered_map<char32_t, int> bytes = [] {
+    std::unordered_map<char32_t, int> out;
+    for (int b = 0; b < 256; ++b)
+      out[byteLevelAlphabet()[b]] = b;
+    return out;
+  }();
+  auto it = bytes.find(c);
+  return it == bytes.end() ? -1 : it->second;
 }
 
 const std::array<char32_t, 256> &byteLevelAlphabet() {

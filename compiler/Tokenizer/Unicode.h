@@ -25,6 +25,8 @@ std::string lossyUtf8(std::string_view bytes);
 /// GPT-2's byte-level alphabet, by byte: printable bytes stand for themselves, the other 68 for
 /// the code points from 256 up, in byte order. Byte-level vocabularies spell bytes with it.
 const std::array<char32_t, 256> &byteLevelAlphabet();
+/// The byte that `c` spells in that alphabet, or -1.
+int byteLevelByte(char32_t c);
 
 /// The mask of a general category or category group name ("L", "Lu", "N", "P", ...) for
 /// inCategories, or 0 when the name is none.
