@@ -67,9 +67,10 @@ tokenizer::ReferenceTokenizer tokenizerOf(const Model &model, const std::string 
   return tokenizer::ReferenceTokenizer(tokenizer::parseTokenizerJson(model.tokenizerJson, input), input);
 }
 
-/// The JSON report. With a tokenizer, the ids the text became and each top-5 token's text too.
+/// The JSON report. With a tokenizer, the ids the text became and each top-5 token's text too,
+/// and with `pieces` each id's own text.
 std::string report(const Outputs &out, double seconds, int64_t timedTokens,
-                   const tokenizer::ReferenceTokenizer *tokenizer, const std::vector<int32_t> &tokens) {
+                   const tokenizer::ReferenceTokenizer *tokenizer, const std::vector<int32_t> &tokens, bool pieces) {
   std::vector<int32_t> order(out.logits.size());
   std::iota(order.begin(), order.end(), 0);
   const size_t top = std::min<size_t>(5, order.size());
@@ -79,6 +80,14 @@ std::string report(const Outputs &out, double seconds, int64_t timedTokens,
   std::string text = fmt::format("{{\"position\": {}, ", out.position);
   if (tokenizer)
     text += fmt::format("\"tokens\": [{}], ", fmt::join(tokens, ", "));
+  if (tokenizer && pieces) {
+    text += "\"pieces\": [";
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      text += i ? ", " : "";
+      json::appendQuoted(text, tokenizer->decode({tokens[i]}));
+    }
+    text += "], ";
+  }
   text += "\"top5\": [";
   for (size_t i = 0; i < top; ++i) {
     text += fmt::format("{}{{\"token\": {}, \"logit\": {}", i ? ", " : "", order[i],
@@ -123,7 +132,7 @@ void writeOutputs(const CommandLine &cl, const std::string &input, const Outputs
   stage("embedding", out.embedding);
   for (auto &output : outputs)
     output->commit();
-  writeStdout(report(out, seconds, static_cast<int64_t>(tokens.size()), tokenizer, tokens));
+  writeStdout(report(out, seconds, static_cast<int64_t>(tokens.size()), tokenizer, tokens, cl.has("print-tokens")));
 }
 
 /// Evaluates needle-dialect IR token by token with the weights file it names; `seconds` gets the
@@ -164,6 +173,7 @@ int run(int argc, char **argv) {
                    "run this text, encoded by the model's tokenizer with its BOS/EOS (docs/tokenizer.md); "
                    "the report then shows the ids and each top-5 token's text"},
                   {"tokenizer", "FILE", "the tokenizer.json for --text (default: the model's)"},
+                  {"print-tokens", "", "with --text: the report also gives each token's own text (\"pieces\")"},
                   {"no-tokens", "", "run no token: the outputs before any token (docs/model.md)"},
                   {"logits", "FILE", "write the last position's logits as raw little-endian f32"},
                   {"embedding", "FILE", "write the embedding as raw little-endian f32"},
@@ -175,8 +185,9 @@ int run(int argc, char **argv) {
     return 0;
   const std::string input = cl.onlyPositional("MODEL");
   const std::optional<std::vector<int32_t>> ids = tokensOf(cl);
-  if (cl.has("tokenizer") && !cl.has("text"))
-    fail("--tokenizer: only meaningful with --text");
+  for (const char *flag : {"tokenizer", "print-tokens"})
+    if (cl.has(flag) && !cl.has("text"))
+      fail("--{}: only meaningful with --text", flag);
   std::vector<std::string> inputs = {input};
   for (const char *flag : {"lora", "tokenizer"})
     if (auto file = cl.value(flag))
