@@ -1,11 +1,12 @@
 # Writes INPUT to OUTPUT with each line #include "NAME" replaced by the text of NAME (a header in
 # INPUT's directory), recursively, each header once (a later #include of it is dropped): the
 # runtime, kept in files by kernel family and instruction set, as the one self-contained text the
-# C++ backend carries into every emitted source.
+# C++ backend carries into every emitted source. -DJOINED="a.h;b.h" names includes already
+# joined elsewhere in the same text: they are dropped.
 cmake_minimum_required(VERSION 3.20) # IN_LIST, and while() without surprises
 get_filename_component(directory ${INPUT} DIRECTORY)
 file(READ ${INPUT} text)
-set(joined)
+set(joined ${JOINED})
 while(1)
   string(REGEX MATCH "#include \"([^\"]+)\"\n" include "${text}")
   if(include STREQUAL "")

@@ -1,15 +1,21 @@
-/* Greedy decoding through the C interface of a compiled Needle model: feed a prompt of token ids,
- * then repeatedly feed the most likely next token. Prints the tokens, the confidence, and the
- * prefill and decode speeds. Plain C11; the model is whatever needle_add_model() compiled.
+/* Greedy decoding through the C interface of a compiled Needle model: feed a prompt, then
+ * repeatedly feed the most likely next token. Prints the tokens, the confidence, and the prefill
+ * and decode speeds; with a model compiled with a tokenizer, the prompt is text (encoded by the
+ * model's NAME_encode) and the generated tokens are printed as text too (its streaming
+ * decoder). Plain C11; the model is whatever needle_add_model() compiled.
  *
- *   greedy_decode [PROMPT [TOKENS]]      e.g. greedy_decode 17,4242,9 32
+ *   greedy_decode [PROMPT [TOKENS]]      e.g. greedy_decode "The license" 32
+ *                                        (a model without a tokenizer: greedy_decode 17,4242,9 32)
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+enum { kMaxPrompt = 4096 };
 
 static double seconds(void) {
   struct timespec t;
@@ -25,17 +31,52 @@ static int32_t argmax(const float *logits, uint32_t n) {
   return (int32_t)best;
 }
 
-int main(int argc, char **argv) {
-  const char *prompt = argc > 1 ? argv[1] : "17,4242,9,1024,77";
-  const long steps = argc > 2 ? strtol(argv[2], NULL, 10) : 32;
-  const model_info_t *info = model_info();
-  int32_t tokens[256];
+#ifdef model_HAS_TOKENIZER
+static const char kDefaultPrompt[] = "The license";
+
+/* The prompt's ids, by the model's tokenizer (the special tokens it names, its BOS/EOS). */
+static size_t prompt_tokens(const char *prompt, int32_t *tokens) {
+  const size_t len = strlen(prompt), scratch_size = model_encode_scratch_size(len);
+  void *scratch = malloc(scratch_size);
   size_t n = 0;
-  for (char *p = (char *)prompt; *p && n < 256; ++n) {
+  const int status = scratch ? model_encode(prompt, len, NEEDLE_ENCODE_SPECIAL | NEEDLE_ENCODE_BOS_EOS, scratch,
+                                            scratch_size, tokens, kMaxPrompt, &n)
+                             : NEEDLE_ERR_ARG;
+  free(scratch);
+  if (status != NEEDLE_OK) {
+    fprintf(stderr, "greedy_decode: the prompt does not encode in %d tokens (status %d)\n", kMaxPrompt, status);
+    exit(1);
+  }
+  return n;
+}
+
+/* Token `id`'s text, as much of it as is complete (a character split over tokens waits). */
+static void print_text(model_decoder *decoder, int32_t id) {
+  char piece[256];
+  size_t len = 0;
+  if (model_decode_next(decoder, id, piece, sizeof piece, &len) == NEEDLE_OK)
+    fwrite(piece, 1, len, stdout);
+}
+#else
+static const char kDefaultPrompt[] = "17,4242,9,1024,77";
+
+static size_t prompt_tokens(const char *prompt, int32_t *tokens) {
+  size_t n = 0;
+  for (char *p = (char *)prompt; *p && n < kMaxPrompt; ++n) {
     tokens[n] = (int32_t)strtol(p, &p, 10);
     if (*p == ',')
       ++p;
   }
+  return n;
+}
+#endif
+
+int main(int argc, char **argv) {
+  const char *prompt = argc > 1 ? argv[1] : kDefaultPrompt;
+  const long steps = argc > 2 ? strtol(argv[2], NULL, 10) : 32;
+  const model_info_t *info = model_info();
+  static int32_t tokens[kMaxPrompt], generated_tokens[4096];
+  const size_t n = prompt_tokens(prompt, tokens);
   /* The caller owns the memory: one arena per session, sized and aligned by the model. */
   const size_t align = model_arena_align(), size = (model_arena_size() + align - 1) / align * align;
   void *arena = aligned_alloc(align, size);
@@ -53,15 +94,27 @@ int main(int argc, char **argv) {
   printf("prompt:");
   for (size_t i = 0; i < n; ++i)
     printf(" %d", tokens[i]);
-  printf("\ngenerated:");
   start = seconds();
   long generated = 0;
-  for (; status == NEEDLE_OK && generated < steps; ++generated) {
-    const int32_t next = argmax(model_logits(s), info->vocab_size);
-    printf(" %d", next);
-    status = model_feed(s, &next, 1);
+  for (; status == NEEDLE_OK && generated < steps && generated < 4096; ++generated) {
+    generated_tokens[generated] = argmax(model_logits(s), info->vocab_size);
+    status = model_feed(s, &generated_tokens[generated], 1);
   }
   const double decode = seconds() - start;
+  printf("\ngenerated:");
+  for (long i = 0; i < generated; ++i)
+    printf(" %d", generated_tokens[i]);
+#ifdef model_HAS_TOKENIZER
+  model_decoder decoder;
+  model_decoder_init(&decoder);
+  printf("\ntext: %s", prompt);
+  for (long i = 0; i < generated; ++i)
+    print_text(&decoder, generated_tokens[i]);
+  char tail[3];
+  size_t tail_len = 0;
+  if (model_decode_flush(&decoder, tail, sizeof tail, &tail_len) == NEEDLE_OK) /* U+FFFD for a cut character */
+    fwrite(tail, 1, tail_len, stdout);
+#endif
   printf("\nconfidence: %.4f after %zu tokens\n", model_confidence(s), model_position(s));
   printf("prefill: %zu tokens in %.1f ms (%.1f tokens/s); decode: %ld tokens in %.1f ms (%.1f tokens/s)\n", n,
          1e3 * prefill, n / prefill, generated, 1e3 * decode, generated / decode);

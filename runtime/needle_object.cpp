@@ -1,16 +1,19 @@
 // The runtime as the object backend links it: needlec compiles this file to LLVM bitcode once
 // per architecture at its own build time (clang-19, runtime/CMakeLists.txt), carries the
 // bitcode, and links it with each model's @step (codegen/Object). Nothing here is per model:
-// the model's module defines needle_step, the head functions, needle_facts and needle_info; needlec renames the
-// needle_abi_* functions to NAME_* and internalizes everything else, so two models (or two
-// needlec versions) link into one program without clashing.
+// the model's module defines needle_step, the head functions, needle_facts and needle_info (and,
+// with a tokenizer, needle_tokenizer); needlec renames the needle_abi_* functions to NAME_*
+// (dropping the text functions of a model without a tokenizer) and internalizes everything
+// else, so two models (or two needlec versions) link into one program without clashing.
 #include "needle_runtime.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 /// NAME_info_t of docs/c-interface.md.
 struct ModelInfo {
   uint32_t vocab_size, d_model, num_layers, max_seq_len, embedding_dim;
   const int32_t *source_blocks;
+  int32_t bos_id, eos_id;
 };
 } // namespace
 
@@ -22,6 +25,7 @@ extern const ModelInfo needle_info;
 void needle_step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
 void needle_confidence_head(const unsigned char *arena, float *out);
 void needle_embedding_head(const unsigned char *arena, float *out);
+extern const unsigned char needle_tokenizer[]; // the tokenizer's image (needle_rt::TokImage)
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
@@ -40,6 +44,33 @@ int needle_abi_embedding(const void *s, float *out) {
   return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
 }
 size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
+
+// The text functions, on the tokenizer's image.
+size_t needle_abi_encode_scratch_size(size_t length) {
+  return needle_rt::tok_encode_scratch_size(needle_rt::tok_tables(needle_tokenizer), length);
+}
+int needle_abi_encode(const char *text, size_t length, unsigned flags, void *scratch, size_t scratch_size, int32_t *ids,
+                      size_t cap, size_t *count) {
+  return needle_rt::tok_encode(needle_rt::tok_tables(needle_tokenizer), text, length, flags, scratch, scratch_size, ids,
+                               cap, count);
+}
+int needle_abi_token_bytes(int32_t id, const char **bytes, size_t *length) {
+  return needle_rt::tok_token_bytes(needle_rt::tok_tables(needle_tokenizer), id, bytes, length);
+}
+int32_t needle_abi_token_id(const char *text, size_t length) {
+  return needle_rt::tok_token_id(needle_rt::tok_tables(needle_tokenizer), text, length);
+}
+void needle_abi_decoder_init(void *d) {
+  needle_rt::tok_decoder_init(needle_rt::tok_tables(needle_tokenizer), static_cast<needle_rt::TokDecoder *>(d));
+}
+int needle_abi_decode_next(void *d, int32_t id, char *out, size_t cap, size_t *length) {
+  return needle_rt::tok_decode_next(needle_rt::tok_tables(needle_tokenizer), static_cast<needle_rt::TokDecoder *>(d),
+                                    id, out, cap, length);
+}
+int needle_abi_decode_flush(void *d, char *out, size_t cap, size_t *length) {
+  return needle_rt::tok_decode_flush(needle_rt::tok_tables(needle_tokenizer), static_cast<needle_rt::TokDecoder *>(d),
+                                     out, cap, length);
+}
 
 } // extern "C"
 

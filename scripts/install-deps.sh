@@ -9,7 +9,7 @@ packages=(
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools clang-19 lld-19 libclang-rt-19-dev
   libhalide14-0-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev libicu-dev
-  python3 python3-numpy
+  python3 python3-numpy wamerican
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu
   wasi-libc libc++-19-dev-wasm32 libclang-rt-19-dev-wasm32 nodejs
 )

@@ -3,17 +3,23 @@
 #include "codegen/Select/Select.h"
 
 #include "Support/Version.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 #include <cctype>
+#include <cstring>
 #include <fmt/format.h>
 
 namespace needle {
 
 namespace {
 
-// The runtime's source text (runtime/needle_runtime.h), carried into every emitted file.
+// The runtime's source text (runtime/needle_runtime.h), carried into every emitted file; the
+// tokenizer's (runtime/tokenizer/tokenizer.h), into those of models with a tokenizer.
 const char kRuntimeSource[] =
 #include "RuntimeSource.inc"
+    ;
+const char kTokenizerSource[] =
+#include "TokenizerSource.inc"
     ;
 
 /// An exact float literal (hexadecimal), so the emitted value is bit for bit the IR's.
@@ -57,6 +63,7 @@ private:
   void printStage(const StepStage &stage);
   std::string head(const std::string &name, const std::vector<KernelCall> &calls);
   std::string interface() const;
+  std::string textInterface() const;
 
   const KernelProgram &program_;
   std::string name_;
@@ -163,7 +170,39 @@ std::string Printer::head(const std::string &name, const std::vector<KernelCall>
   return function + "}\n\n";
 }
 
-std::string header(const std::string &name) {
+/// The stack NAME_encode takes at most for a tokenizer image (its splits recurse).
+size_t encodeStackBytes(const std::vector<uint8_t> &tokenizer) {
+  needle_rt::TokImage image;
+  std::memcpy(&image, tokenizer.data(), sizeof image);
+  return needle_rt::tok_encode_stack_bytes(image.split_count);
+}
+
+/// The header's part for a model with a tokenizer: the text functions.
+std::string textHeader(const std::string &name, const std::vector<uint8_t> &tokenizer) {
+  if (tokenizer.empty())
+    return "";
+  return fmt::format(R"(
+/* Text: the compiled tokenizer (docs/c-interface.md). */
+#define {0}_HAS_TOKENIZER 1
+#define {0}_DECODER_BYTES {1} /* sizeof({0}_decoder), for static buffers */
+#define {0}_ENCODE_STACK_BYTES {2} /* the most stack {0}_encode uses */
+typedef struct {{
+  unsigned char opaque[{0}_DECODER_BYTES];
+}} {0}_decoder;
+
+size_t {0}_encode_scratch_size(size_t len);
+int {0}_encode(const char *text, size_t len, unsigned flags, void *scratch, size_t scratch_size, int32_t *ids,
+               size_t cap, size_t *count);
+int {0}_token_bytes(int32_t id, const char **bytes, size_t *len);
+int32_t {0}_token_id(const char *text, size_t len);
+void {0}_decoder_init({0}_decoder *d);
+int {0}_decode_next({0}_decoder *d, int32_t id, char *out, size_t cap, size_t *len);
+int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len);
+)",
+                     name, needle_rt::tok_decoder_bytes, encodeStackBytes(tokenizer));
+}
+
+std::string header(const std::string &name, const std::vector<uint8_t> &tokenizer) {
   // The name as it is (two models whose names differ in case keep two guards), behind a prefix no
   // system header's guard takes (theirs begin with an underscore).
   const std::string guard = "NEEDLE_MODEL_H_" + name;
@@ -183,11 +222,20 @@ typedef struct {2}_session {2}_session; /* opaque, lives inside the caller's are
 typedef struct {{
   uint32_t vocab_size, d_model, num_layers, max_seq_len, embedding_dim;
   const int32_t *source_blocks; /* [num_layers] original block ids */
+  int32_t bos_id, eos_id;       /* the tokenizer's, or -1 */
 }} {2}_info_t;
 
 #ifndef NEEDLE_STATUS_CODES
 #define NEEDLE_STATUS_CODES
-enum {{ NEEDLE_OK = 0, NEEDLE_ERR_ARENA = -1, NEEDLE_ERR_TOKEN = -2, NEEDLE_ERR_FULL = -3, NEEDLE_ERR_ARG = -4 }};
+enum {{
+  NEEDLE_OK = 0,
+  NEEDLE_ERR_ARENA = -1,
+  NEEDLE_ERR_TOKEN = -2,
+  NEEDLE_ERR_FULL = -3,
+  NEEDLE_ERR_ARG = -4,
+  NEEDLE_ERR_SPACE = -5
+}};
+enum {{ NEEDLE_ENCODE_SPECIAL = 1, NEEDLE_ENCODE_BOS_EOS = 2 }}; /* {2}_encode's flags */
 #endif
 
 const {2}_info_t *{2}_info(void);
@@ -200,14 +248,14 @@ const float *{2}_logits(const {2}_session *s);
 float {2}_confidence(const {2}_session *s);
 int {2}_embedding(const {2}_session *s, float *out);
 size_t {2}_position(const {2}_session *s);
-
+{3}
 #ifdef __cplusplus
 }}
 #endif
 
 #endif /* {1} */
 )",
-      versionString(), guard, name);
+      versionString(), guard, name, textHeader(name, tokenizer));
 }
 
 std::string Printer::interface() const {
@@ -226,7 +274,7 @@ static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1
 extern "C" {{
 
 const {0}_info_t *{0}_info(void) {{
-  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks}};
+  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}}};
   return &info;
 }}
 
@@ -259,7 +307,49 @@ size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(
                      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
                      floatLiteral(f.confidenceBias),
                      list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer), f.dModel,
-                     f.numLayers, f.batch);
+                     f.numLayers, f.batch, f.bosId, f.eosId);
+}
+
+std::string Printer::textInterface() const {
+  if (program_.tokenizer.empty())
+    return "";
+  return fmt::format(R"(
+namespace {{
+
+needle_rt::TokTables tokenizer() {{ return needle_rt::tok_tables(kTokenizer); }}
+
+needle_rt::TokDecoder *decoder({0}_decoder *d) {{ return reinterpret_cast<needle_rt::TokDecoder *>(d); }}
+
+}} // namespace
+
+extern "C" {{
+
+size_t {0}_encode_scratch_size(size_t len) {{ return needle_rt::tok_encode_scratch_size(tokenizer(), len); }}
+
+int {0}_encode(const char *text, size_t len, unsigned flags, void *scratch, size_t scratch_size, int32_t *ids,
+               size_t cap, size_t *count) {{
+  return needle_rt::tok_encode(tokenizer(), text, len, flags, scratch, scratch_size, ids, cap, count);
+}}
+
+int {0}_token_bytes(int32_t id, const char **bytes, size_t *len) {{
+  return needle_rt::tok_token_bytes(tokenizer(), id, bytes, len);
+}}
+
+int32_t {0}_token_id(const char *text, size_t len) {{ return needle_rt::tok_token_id(tokenizer(), text, len); }}
+
+void {0}_decoder_init({0}_decoder *d) {{ needle_rt::tok_decoder_init(tokenizer(), decoder(d)); }}
+
+int {0}_decode_next({0}_decoder *d, int32_t id, char *out, size_t cap, size_t *len) {{
+  return needle_rt::tok_decode_next(tokenizer(), decoder(d), id, out, cap, len);
+}}
+
+int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len) {{
+  return needle_rt::tok_decode_flush(tokenizer(), decoder(d), out, cap, len);
+}}
+
+}} // extern "C"
+)",
+                     name_);
 }
 
 std::string Printer::source(const std::string &headerName) {
@@ -287,6 +377,8 @@ std::string Printer::source(const std::string &headerName) {
             "#if defined(__wasm__) && defined(__clang__)\n#include <wasm_simd128.h>\n#endif\n\n";
   source += fmt::format("namespace {}_runtime {{\n", name_);
   source += kRuntimeSource;
+  if (!program_.tokenizer.empty())
+    source += kTokenizerSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
   source += fmt::format("namespace needle_rt = {}_runtime::needle_rt;\n\n", name_);
   source += data + lists_ + "\n";
@@ -294,6 +386,12 @@ std::string Printer::source(const std::string &headerName) {
   source += fmt::format("alignas({}) const unsigned char kWeights[{}] =\n", kWeightAlign, weights.size() + 1);
   appendStringLiteral(source, weights);
   source += "    ;\n\n";
+  if (!program_.tokenizer.empty()) {
+    source += "// The tokenizer's tables: one image (needle_rt::TokImage), 4-byte aligned arrays.\n";
+    source += fmt::format("alignas(16) const unsigned char kTokenizer[{}] =\n", program_.tokenizer.size() + 1);
+    appendStringLiteral(source, program_.tokenizer);
+    source += "    ;\n\n";
+  }
   source +=
       "template <typename T> const T *w(size_t offset) { return reinterpret_cast<const T *>(kWeights + offset); }\n";
   source += "template <typename T> T *a(unsigned char *arena, size_t offset) { return reinterpret_cast<T *>(arena + "
@@ -311,6 +409,7 @@ std::string Printer::source(const std::string &headerName) {
   source += heads;
   source += "} // namespace\n";
   source += interface();
+  source += textInterface();
   return source;
 }
 
@@ -319,9 +418,11 @@ std::string Printer::source(const std::string &headerName) {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
   selectKernels(program, {Backend::Cpp, {}, activations});
-  return {header(name), Printer(program, name).source(headerName)};
+  return {header(name, program.tokenizer), Printer(program, name).source(headerName)};
 }
 
-std::string emitHeader(const std::string &name) { return header(name); }
+std::string emitHeader(const std::string &name, const std::vector<uint8_t> &tokenizer) {
+  return header(name, tokenizer);
+}
 
 } // namespace needle

@@ -81,6 +81,7 @@ struct ModelFacts {
   float confidenceBias = 0;
   int64_t dModel = 0, numLayers = 0;
   std::vector<int32_t> sourceBlocks;
+  int32_t bosId = -1, eosId = -1; // the tokenizer's, or -1
 };
 
 struct KernelProgram {
@@ -96,6 +97,7 @@ struct KernelProgram {
   std::vector<uint8_t> weights;                // every tensor 64-byte aligned (kWeightAlign)
   std::map<int, std::vector<float>> codebooks; // by bits
   std::vector<std::vector<float>> constants;   // f32 arrays
+  std::vector<uint8_t> tokenizer;              // the compiled tokenizer's image; empty without one
   ModelFacts facts;
 };
 

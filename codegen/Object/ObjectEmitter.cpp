@@ -44,6 +44,9 @@ using Kind = KernelArg::Kind;
 
 constexpr const char *kInterfaceFunctions[] = {"info", "arena_size", "arena_align", "open",      "reset",
                                                "feed", "logits",     "confidence",  "embedding", "position"};
+// A model with a tokenizer exports these too.
+constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
+                                          "decoder_init",        "decode_next", "decode_flush"};
 
 /// Times the phases of one emission.
 class PhaseClock {
@@ -160,12 +163,38 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
       module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()), true,
       llvm::GlobalValue::InternalLinkage, constantArray(context, sources), "needle_source_blocks");
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
-  if (!infoType || infoType->getNumElements() != 6)
-    fail("internal: the runtime's ModelInfo is not the six fields of NAME_info_t");
+  if (!infoType || infoType->getNumElements() != 8)
+    fail("internal: the runtime's ModelInfo is not the eight fields of NAME_info_t");
   define("needle_info",
          llvm::ConstantStruct::get(infoType, {i32(f.vocabSize), i32(f.dModel), i32(f.numLayers), i32(f.maxSeqLen),
-                                              i32(f.embeddingDim), sourceBlocks}),
+                                              i32(f.embeddingDim), sourceBlocks, i32(f.bosId), i32(f.eosId)}),
          8);
+}
+
+/// Gives the runtime's needle_tokenizer the model's tokenizer image; a model without one loses
+/// the text functions that read it.
+void defineTokenizer(llvm::Module &module, const std::vector<uint8_t> &image) {
+  llvm::GlobalVariable *declared = module.getNamedGlobal("needle_tokenizer");
+  if (!declared)
+    fail("internal: the runtime declares no needle_tokenizer");
+  if (image.empty()) {
+    for (const char *function : kTextFunctions)
+      if (llvm::Function *abi = module.getFunction(std::string("needle_abi_") + function))
+        abi->eraseFromParent();
+    if (!declared->use_empty())
+      fail("internal: needle_tokenizer is used beyond the text functions");
+    declared->eraseFromParent();
+    return;
+  }
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Constant *bytes =
+      llvm::ConstantDataArray::getRaw(llvm::StringRef(reinterpret_cast<const char *>(image.data()), image.size()),
+                                      image.size(), llvm::Type::getInt8Ty(context));
+  auto *defined = new llvm::GlobalVariable(module, bytes->getType(), true, llvm::GlobalValue::ExternalLinkage, bytes);
+  defined->setAlignment(llvm::Align(16));
+  defined->takeName(declared);
+  declared->replaceAllUsesWith(defined);
+  declared->eraseFromParent();
 }
 
 /// Binds each needle_k_<kernel> declaration to the function needle_kernel_<kernel> points to.
@@ -190,24 +219,25 @@ void bindKernels(llvm::Module &module) {
   }
 }
 
-/// The symbols an object of `name` defines for the program (docs/c-interface.md), sorted.
-std::vector<std::string> exportedSymbols(const std::string &name) {
-  std::vector<std::string> symbols;
-  for (const char *function : kInterfaceFunctions)
-    symbols.push_back(name + "_" + function);
-  std::sort(symbols.begin(), symbols.end());
-  return symbols;
+/// The functions of the C interface an object defines (docs/c-interface.md).
+std::vector<std::string> interfaceFunctions(bool text) {
+  std::vector<std::string> functions(std::begin(kInterfaceFunctions), std::end(kInterfaceFunctions));
+  if (text)
+    functions.insert(functions.end(), std::begin(kTextFunctions), std::end(kTextFunctions));
+  return functions;
 }
 
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
-void exportInterface(llvm::Module &module, const std::string &name) {
-  for (const char *function : kInterfaceFunctions) {
-    llvm::Function *abi = module.getFunction(std::string("needle_abi_") + function);
+void exportInterface(llvm::Module &module, const std::string &name, bool text) {
+  std::vector<std::string> exported;
+  for (const std::string &function : interfaceFunctions(text)) {
+    llvm::Function *abi = module.getFunction("needle_abi_" + function);
     if (!abi)
       fail("internal: the runtime defines no needle_abi_{}", function);
     abi->setName(name + "_" + function);
+    exported.push_back(name + "_" + function);
   }
-  const std::vector<std::string> exported = exportedSymbols(name);
+  std::sort(exported.begin(), exported.end());
   llvm::internalizeModule(module, [&](const llvm::GlobalValue &value) {
     return std::binary_search(exported.begin(), exported.end(), value.getName().str());
   });
@@ -323,9 +353,10 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   module->setModuleIdentifier(options.name);
   module->setSourceFileName(options.name);
   defineData(*module, program);
+  defineTokenizer(*module, program.tokenizer);
   bindKernels(*module);
   checkNoHalideRuntime(*module);
-  exportInterface(*module, options.name);
+  exportInterface(*module, options.name, !program.tokenizer.empty());
   setTargetAttributes(*module, target);
   module->getOrInsertNamedMetadata("llvm.ident")
       ->addOperand(llvm::MDNode::get(context, llvm::MDString::get(context, "needlec " + versionString())));

@@ -39,6 +39,7 @@ struct Model {
   std::vector<std::string> provenance;         // what this model was made from, oldest first
   /// The model's tokenizer.json as its bytes, validated (setTokenizer); empty when it has none.
   std::string tokenizerJson;
+  std::string tokenizerSource; // where tokenizerJson came from, for errors
 
   const Tensor &tensor(const std::string &name) const;
   /// Values of any float or CQ tensor as f32 (CQ decoded with the model's codebook).

@@ -2,7 +2,9 @@
 
 #include "Support/Error.h"
 #include "Support/Files.h"
+#include "Tokenizer/Tables.h"
 #include "Tokenizer/TokenizerJson.h"
+#include "Tokenizer/Train.h"
 
 namespace needle {
 
@@ -12,11 +14,40 @@ void setTokenizer(Model &model, std::string text, const std::string &source) {
     fail("{}: the tokenizer's {} token ids do not fit the model's vocab_size {}", source, spec.idCount(),
          model.config.vocabSize);
   model.tokenizerJson = std::move(text);
+  model.tokenizerSource = source;
 }
 
 void readTokenizer(Model &model, const std::filesystem::path &path) {
   const std::vector<uint8_t> bytes = readFile(path, tokenizer::kMaxTokenizerBytes);
   setTokenizer(model, std::string(bytes.begin(), bytes.end()), path.string());
+}
+
+void trainTokenizer(Model &model) {
+  const int64_t size = model.config.vocabSize;
+  if (size < 256)
+    return;
+  std::string corpus;
+  for (const char *path : kSynthCorpus) {
+    if (size == 256)
+      break;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      fail("{}: missing: needle-synth trains its tokenizers on it (Debian's {}; scripts/install-deps.sh "
+           "installs it), or give --tokenizer none",
+           path, std::string_view(path).starts_with("/usr/share/dict") ? "wamerican" : "base-files");
+    const std::vector<uint8_t> bytes = readFile(path);
+    corpus.append(bytes.begin(), bytes.end());
+  }
+  setTokenizer(model, tokenizer::writeTokenizerJson(tokenizer::trainByteLevelBpe(corpus, size)),
+               fmt::format("needle-synth's tokenizer of {} tokens", size));
+}
+
+CompiledTokenizer compileTokenizer(const Model &model) {
+  if (model.tokenizerJson.empty())
+    return {};
+  const tokenizer::TokenizerSpec spec = tokenizer::parseTokenizerJson(model.tokenizerJson, model.tokenizerSource);
+  return {tokenizer::buildTokenizerTables(spec, model.tokenizerSource).image(),
+          spec.prefixIds.empty() ? -1 : spec.prefixIds.front(), spec.suffixIds.empty() ? -1 : spec.suffixIds.back()};
 }
 
 } // namespace needle

@@ -1,12 +1,14 @@
 // A model's tokenizer: the tokenizer.json a model carries (in a .needle file, or beside its
 // config.json), validated as needlec's tokenizer reads it and held against the model's
-// vocabulary (docs/tokenizer.md). No MLIR.
+// vocabulary (docs/tokenizer.md), and compiled for the code printers. No MLIR.
 #pragma once
 
 #include "Model/Model.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace needle {
 
@@ -16,5 +18,32 @@ void setTokenizer(Model &model, std::string text, const std::string &source);
 
 /// Reads `path` as the model's tokenizer (setTokenizer).
 void readTokenizer(Model &model, const std::filesystem::path &path);
+
+/// What needle-synth trains its models' tokenizers on, in this order: Debian's license texts
+/// (base-files, on every Debian system) for prose, and its American English word list
+/// (wamerican) for the words prose alone runs out of before needle3's 8,192 tokens.
+inline constexpr const char *kSynthCorpus[] = {
+    "/usr/share/common-licenses/Apache-2.0", "/usr/share/common-licenses/Artistic", "/usr/share/common-licenses/BSD",
+    "/usr/share/common-licenses/CC0-1.0",    "/usr/share/common-licenses/GFDL-1.3", "/usr/share/common-licenses/GPL-2",
+    "/usr/share/common-licenses/GPL-3",      "/usr/share/common-licenses/LGPL-2.1", "/usr/share/common-licenses/LGPL-3",
+    "/usr/share/common-licenses/MPL-1.1",    "/usr/share/common-licenses/MPL-2.0",  "/usr/share/dict/american-english"};
+
+/// Gives `model` a byte-level BPE of exactly its vocab_size tokens trained on kSynthCorpus
+/// (tokenizer::trainByteLevelBpe; the corpus is read only when there is something to learn,
+/// past the 256 byte tokens). A vocabulary under 256 ids has no byte-level tokenizer: the model
+/// is left without one.
+void trainTokenizer(Model &model);
+
+/// A model's tokenizer compiled for the printers: the image of its tables (needle_rt::TokImage)
+/// and the ids NAME_info_t reports, the first the post-processor puts before a text (BOS) and
+/// the last it puts after (EOS); -1 for none.
+struct CompiledTokenizer {
+  std::vector<uint8_t> image; // empty: the model has no tokenizer
+  int32_t bos = -1, eos = -1;
+};
+
+/// Compiles the model's tokenizer; what the compiled tokenizer does not support is an error
+/// naming the tokenizer's file and the part.
+CompiledTokenizer compileTokenizer(const Model &model);
 
 } // namespace needle

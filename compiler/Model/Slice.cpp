@@ -39,6 +39,7 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
   slice.codebooks = model.codebooks;
   slice.provenance = model.provenance;
   slice.tokenizerJson = model.tokenizerJson; // every depth reads the same text
+  slice.tokenizerSource = model.tokenizerSource;
   Config &c = slice.config = parent;
   c.numLayers = depth;
   c.globalLayers = remap(parent.globalLayers, newIndex);

@@ -2,6 +2,7 @@
 
 #include "Import/Importer.h"
 #include "Model/Ladder.h"
+#include "Model/ModelTokenizer.h"
 #include "Model/NeedleFile.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
@@ -86,11 +87,13 @@ std::string modelStats(const Model &model, uint64_t fileBytes) {
       cqBytes += t.storedBytes();
     }
   }
+  // The tokenizer is content the file carries, not the container's overhead.
+  const uint64_t tokenizer = model.tokenizerJson.size();
   return fmt::format("layers: {}\nparameters: {}\ntensors: {} ({} CQ)\ncq bits per weight: {:.4f}\n"
-                     "payload bytes: {}\nfile bytes: {}\ncontainer overhead: {:.4f}%\n",
+                     "payload bytes: {}\ntokenizer bytes: {}\nfile bytes: {}\ncontainer overhead: {:.4f}%\n",
                      model.config.numLayers, model.parameterCount(), model.tensors.size(), cqTensors,
-                     cqWeights ? 8.0 * cqBytes / cqWeights : 0.0, payload, fileBytes,
-                     100.0 * (fileBytes - payload) / std::max<uint64_t>(payload, 1));
+                     cqWeights ? 8.0 * cqBytes / cqWeights : 0.0, payload, tokenizer, fileBytes,
+                     100.0 * (fileBytes - payload - tokenizer) / std::max<uint64_t>(payload, 1));
 }
 
 std::string phaseStats(const std::vector<PhaseTime> &times) {
@@ -194,6 +197,14 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   done("import and pass pipeline");
   KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);
   done("lower to kernel calls");
+  CompiledTokenizer tokenizer = compileTokenizer(model);
+  program.tokenizer = std::move(tokenizer.image);
+  program.facts.bosId = tokenizer.bos;
+  program.facts.eosId = tokenizer.eos;
+  if (!program.tokenizer.empty()) {
+    done("compile the tokenizer");
+    stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
+  }
   stats += pipelineStats(figures);
   return program;
 }
@@ -229,9 +240,10 @@ CompileResult emitObjectFile(const CompileOptions &options) {
                                                              : ObjectOutput::Assembly;
   objectOptions.kernels = options.kernels;
   objectOptions.activations = options.activations;
+  std::string header = emitHeader(options.name, program.tokenizer);
   std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (options.emit == EmitKind::Object) {
-    result.files.push_back({options.output + ".h", emitHeader(options.name), "the header"});
+    result.files.push_back({options.output + ".h", std::move(header), "the header"});
     result.files.push_back({options.output + ".o", std::move(bytes)});
   } else {
     result.files.push_back({options.output, std::move(bytes)});

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <iterator>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -169,48 +171,79 @@ void fillAdded(TokenizerTables &t, const std::vector<AddedToken> &tokens) {
     t.addedFirst[b] += t.addedFirst[b - 1];
 }
 
+/// Lays out an image: the header's room first, then each array appended at a 4-byte boundary.
+class ImageWriter {
+public:
+  ImageWriter() : bytes_(sizeof(needle_rt::TokImage)) {}
+
+  /// Appends `values` raw (every target is little-endian, as this machine) and returns their offset.
+  template <typename Range> uint32_t array(const Range &values) {
+    bytes_.resize((bytes_.size() + 3) & ~size_t(3));
+    const size_t offset = bytes_.size();
+    const auto *data = reinterpret_cast<const uint8_t *>(std::data(values));
+    bytes_.insert(bytes_.end(), data, data + std::size(values) * sizeof(*std::data(values)));
+    if (bytes_.size() > UINT32_MAX)
+      fail("the tokenizer's tables take {} bytes, more than 4 GiB", bytes_.size());
+    return static_cast<uint32_t>(offset);
+  }
+
+  std::vector<uint8_t> finish(const needle_rt::TokImage &header) {
+    std::memcpy(bytes_.data(), &header, sizeof header);
+    return std::move(bytes_);
+  }
+
+private:
+  std::vector<uint8_t> bytes_;
+};
+
 } // namespace
 
-needle_rt::TokTables TokenizerTables::view() {
-  splitViews_.clear();
-  for (const Split &s : splits)
-    splitViews_.push_back({s.runStarts.data(), s.runSymbols.data(), static_cast<uint32_t>(s.runStarts.size()),
-                           s.symbols, s.invalidSymbol, s.endSymbol, s.next.data(), s.acceptBefore.data(),
-                           s.matchesOnly});
-  normalizeViews_.clear();
+std::vector<uint8_t> TokenizerTables::image() const {
+  ImageWriter out;
+  needle_rt::TokImage h{};
+  h.ids = ids;
+  h.byte_level = byteLevel;
+  std::vector<needle_rt::TokImageNormalize> steps;
   for (const Normalize &n : normalizer)
-    normalizeViews_.push_back({reinterpret_cast<const uint8_t *>(n.from.data()), static_cast<uint32_t>(n.from.size()),
-                               reinterpret_cast<const uint8_t *>(n.to.data()), static_cast<uint32_t>(n.to.size())});
-  needle_rt::TokTables v{};
-  v.ids = ids;
-  v.byte_level = byteLevel;
-  v.normalizer = normalizeViews_.data();
-  v.normalizer_steps = static_cast<uint32_t>(normalizeViews_.size());
-  v.growth = growth;
-  v.growth_extra = growthExtra;
-  v.blob = blob.data();
-  v.token_offsets = tokenOffsets.data();
-  v.byte_ids = byteIds.data();
-  v.splits = splitViews_.data();
-  v.split_count = static_cast<uint32_t>(splitViews_.size());
-  v.merges = merges.data();
-  v.merge_mask = static_cast<uint32_t>(merges.size() - 1);
-  v.words = words.empty() ? nullptr : words.data();
-  v.word_mask = words.empty() ? 0 : static_cast<uint32_t>(words.size() - 1);
-  v.spelling = spelling.data();
-  v.spelling_offsets = spellingOffsets.data();
-  v.ignore_merges = ignoreMerges;
-  v.unk_id = unk;
-  v.fuse_unk = fuseUnk;
-  v.added = added.data();
-  v.added_special = addedSpecial.data();
-  v.added_first = addedFirst.data();
-  v.prefix_ids = prefixIds.data();
-  v.prefix_count = static_cast<uint32_t>(prefixIds.size());
-  v.suffix_ids = suffixIds.data();
-  v.suffix_count = static_cast<uint32_t>(suffixIds.size());
-  v.strip_leading = stripLeading;
-  return v;
+    steps.push_back(
+        {out.array(n.from), static_cast<uint32_t>(n.from.size()), out.array(n.to), static_cast<uint32_t>(n.to.size())});
+  h.normalizer = out.array(steps);
+  h.normalizer_steps = static_cast<uint32_t>(steps.size());
+  h.growth = growth;
+  h.growth_extra = growthExtra;
+  h.blob = out.array(blob);
+  h.token_offsets = out.array(tokenOffsets);
+  h.byte_ids = out.array(byteIds);
+  std::vector<needle_rt::TokImageSplit> splitImages;
+  for (const Split &s : splits)
+    splitImages.push_back({out.array(s.runStarts), out.array(s.runSymbols), static_cast<uint32_t>(s.runStarts.size()),
+                           s.symbols, s.invalidSymbol, s.endSymbol, out.array(s.next), out.array(s.acceptBefore),
+                           s.matchesOnly});
+  h.splits = out.array(splitImages);
+  h.split_count = static_cast<uint32_t>(splitImages.size());
+  h.merges = out.array(merges);
+  h.merge_mask = static_cast<uint32_t>(merges.size() - 1);
+  h.words = words.empty() ? 0 : out.array(words);
+  h.word_mask = words.empty() ? 0 : static_cast<uint32_t>(words.size() - 1);
+  h.spelling = out.array(spelling);
+  h.spelling_offsets = out.array(spellingOffsets);
+  h.ignore_merges = ignoreMerges;
+  h.unk_id = unk;
+  h.fuse_unk = fuseUnk;
+  h.added = out.array(added);
+  h.added_special = out.array(addedSpecial);
+  h.added_first = out.array(addedFirst);
+  h.prefix_ids = out.array(prefixIds);
+  h.prefix_count = static_cast<uint32_t>(prefixIds.size());
+  h.suffix_ids = out.array(suffixIds);
+  h.suffix_count = static_cast<uint32_t>(suffixIds.size());
+  h.strip_leading = stripLeading;
+  return out.finish(h);
+}
+
+needle_rt::TokTables TokenizerTables::view() {
+  image_ = image();
+  return needle_rt::tok_tables(image_.data());
 }
 
 TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source) {

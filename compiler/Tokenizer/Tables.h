@@ -46,12 +46,14 @@ struct TokenizerTables {
   std::vector<int32_t> prefixIds, suffixIds;
   uint32_t stripLeading = 0;
 
-  /// The runtime's view of these tables; valid while they live and do not change.
+  /// The tables as the one image a printer emits (needle_rt::TokImage), 4-byte aligned arrays.
+  std::vector<uint8_t> image() const;
+
+  /// The runtime's view of image(), kept here; valid while these tables live and do not change.
   needle_rt::TokTables view();
 
 private:
-  std::vector<needle_rt::TokSplit> splitViews_;
-  std::vector<needle_rt::TokNormalize> normalizeViews_;
+  std::vector<uint8_t> image_;
 };
 
 /// Builds the tables of `spec`; what the compiled tokenizer does not support yet is an error

@@ -1,12 +1,15 @@
 // The compiled tokenizer's runtime (docs/tokenizer.md, "The compiled tokenizer"): encoding and
 // streaming decoding over read-only tables the compiler builds from a tokenizer.json. Like the
 // kernels it is plain C++17 that allocates nothing and calls nothing of the OS: the caller
-// passes scratch memory, and every table is constant data.
-#pragma once
+// passes scratch memory, and every table is constant data: one image (TokImage below) that
+// needlec emits as a byte array beside the weights. The C++ backend carries this header, joined
+// with the contract, into the sources of models that have a tokenizer.
+#ifndef NEEDLE_RT_TOKENIZER_H
+#define NEEDLE_RT_TOKENIZER_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "../needle_contract.h"
 
@@ -45,16 +48,37 @@ struct TokWord {
   uint32_t hash;
 };
 
+/// How the image holds a split and a normalizer step: their arrays as offsets into the image.
+struct TokImageSplit {
+  uint32_t run_starts, run_symbols, runs, symbols, invalid_symbol, end_symbol, next, accept_before, matches_only;
+};
+struct TokImageNormalize {
+  uint32_t from, from_length, to, to_length;
+};
+
+/// The tables as one read-only image (docs/tokenizer.md, "The image"): this header, then every
+/// array at a 4-byte aligned offset from the image's start. Each field named after a pointer of
+/// TokTables holds that array's offset (words: 0 when there are none); the others are TokTables'.
+struct TokImage {
+  int32_t ids;
+  uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, blob, token_offsets, byte_ids, splits,
+      split_count, merges, merge_mask, words, word_mask, spelling, spelling_offsets, ignore_merges;
+  int32_t unk_id;
+  uint32_t fuse_unk, added, added_special, added_first, prefix_ids, prefix_count, suffix_ids, suffix_count,
+      strip_leading;
+};
+
 struct TokTables {
-  int32_t ids;         // ids are 0 .. ids - 1
-  uint32_t byte_level; // 1: a piece's symbols are its bytes' tokens; 0: its characters'
-  const TokNormalize *normalizer;
+  const uint8_t *image; // where the splits' and the normalizer's offsets point
+  int32_t ids;          // ids are 0 .. ids - 1
+  uint32_t byte_level;  // 1: a piece's symbols are its bytes' tokens; 0: its characters'
+  const TokImageNormalize *normalizer;
   uint32_t normalizer_steps;
   uint32_t growth, growth_extra; // a normalized text is at most growth * length + growth_extra bytes
   const uint8_t *blob;           // every id's bytes in a text, by token_offsets
   const uint32_t *token_offsets; // [ids + 1]
   const int32_t *byte_ids;       // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
-  const TokSplit *splits;
+  const TokImageSplit *splits;
   uint32_t split_count;
   const TokMerge *merges; // open addressing, merge_mask + 1 slots
   uint32_t merge_mask;
@@ -78,6 +102,59 @@ struct TokTables {
 };
 
 enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
+
+/// Array `offset` of the image.
+template <typename T> inline const T *tok_array(const uint8_t *image, uint32_t offset) {
+  return reinterpret_cast<const T *>(image + offset);
+}
+
+/// The tables of an image (4-byte aligned) that needlec built.
+inline TokTables tok_tables(const uint8_t *image) {
+  const TokImage &h = *tok_array<TokImage>(image, 0);
+  return TokTables{image,
+                   h.ids,
+                   h.byte_level,
+                   tok_array<TokImageNormalize>(image, h.normalizer),
+                   h.normalizer_steps,
+                   h.growth,
+                   h.growth_extra,
+                   image + h.blob,
+                   tok_array<uint32_t>(image, h.token_offsets),
+                   tok_array<int32_t>(image, h.byte_ids),
+                   tok_array<TokImageSplit>(image, h.splits),
+                   h.split_count,
+                   tok_array<TokMerge>(image, h.merges),
+                   h.merge_mask,
+                   h.words ? tok_array<TokWord>(image, h.words) : nullptr,
+                   h.word_mask,
+                   image + h.spelling,
+                   tok_array<uint32_t>(image, h.spelling_offsets),
+                   h.ignore_merges,
+                   h.unk_id,
+                   h.fuse_unk,
+                   tok_array<int32_t>(image, h.added),
+                   image + h.added_special,
+                   tok_array<uint32_t>(image, h.added_first),
+                   tok_array<int32_t>(image, h.prefix_ids),
+                   h.prefix_count,
+                   tok_array<int32_t>(image, h.suffix_ids),
+                   h.suffix_count,
+                   h.strip_leading};
+}
+
+/// Split `k` with its arrays found in the image.
+inline TokSplit tok_split_tables(const TokTables &t, uint32_t k) {
+  const TokImageSplit &s = t.splits[k];
+  return TokSplit{tok_array<uint32_t>(t.image, s.run_starts),
+                  t.image + s.run_symbols,
+                  s.runs,
+                  s.symbols,
+                  s.invalid_symbol,
+                  s.end_symbol,
+                  tok_array<int16_t>(t.image, s.next),
+                  t.image + s.accept_before,
+                  s.matches_only};
+}
 
 /// FNV-1a, the words' hash.
 inline uint32_t tok_hash_bytes(const uint8_t *bytes, size_t length) {
@@ -307,7 +384,7 @@ inline void tok_split(const TokTables &t, uint32_t k, const uint8_t *text, size_
       tok_bpe(t, text + begin, end - begin, scratch, out);
     return;
   }
-  const TokSplit &split = t.splits[k];
+  const TokSplit split = tok_split_tables(t, k);
   size_t gap = begin;
   for (size_t start = begin; start < end;) {
     // A match may not run past the piece: the scanner sees the piece as the whole text.
@@ -359,7 +436,9 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
                                     size_t *result_length) {
   const uint8_t *in = text;
   for (uint32_t k = 0; k < t.normalizer_steps; ++k) {
-    const TokNormalize &step = t.normalizer[k];
+    const TokImageNormalize &image_step = t.normalizer[k];
+    const TokNormalize step{t.image + image_step.from, image_step.from_length, t.image + image_step.to,
+                            image_step.to_length};
     uint8_t *out = buffers[k % 2];
     size_t n = 0;
     if (step.from_length == 0) { // Prepend, to a text that is not empty
@@ -540,4 +619,40 @@ inline int tok_decode_flush(const TokTables &t, TokDecoder *d, char *out, size_t
   return status_ok;
 }
 
+/// Points *bytes at the *length bytes token `id` stands for in a text.
+inline int tok_token_bytes(const TokTables &t, int32_t id, const char **bytes, size_t *length) {
+  if (!bytes || !length)
+    return status_err_arg;
+  if (id < 0 || id >= t.ids)
+    return status_err_token;
+  *bytes = reinterpret_cast<const char *>(t.blob + t.token_offsets[id]);
+  *length = t.token_offsets[id + 1] - t.token_offsets[id];
+  return status_ok;
+}
+
+/// The added token whose text is exactly text[0, length), or -1.
+inline int32_t tok_token_id(const TokTables &t, const char *text, size_t length) {
+  if (!text || length == 0)
+    return -1;
+  const uint8_t first = static_cast<uint8_t>(text[0]);
+  for (uint32_t i = t.added_first[first]; i < t.added_first[first + 1]; ++i) {
+    const int32_t id = t.added[i];
+    const uint32_t begin = t.token_offsets[id];
+    if (t.token_offsets[id + 1] - begin == length && memcmp(text, t.blob + begin, length) == 0)
+      return id;
+  }
+  return -1;
+}
+
+/// The most stack tok_encode takes with `split_count` splits (each split's level of tok_split
+/// recurses into the next), for the header's NAME_ENCODE_STACK_BYTES: measured at most 1.3 KB
+/// with one split on x86_64, GCC and Clang, -O0 to -O3 (test/e2e/text_behaviour.c checks it).
+constexpr size_t tok_encode_stack_bytes(uint32_t split_count) { return 2048 + 256 * size_t(split_count); }
+
+/// The bytes the C interface's NAME_decoder holds: a TokDecoder fits.
+constexpr size_t tok_decoder_bytes = 16;
+static_assert(sizeof(TokDecoder) <= tok_decoder_bytes && alignof(TokDecoder) == 1, "NAME_decoder holds a TokDecoder");
+
 } // namespace needle_rt
+
+#endif // NEEDLE_RT_TOKENIZER_H

@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 
+from commands import run
+
 p = argparse.ArgumentParser()
 p.add_argument("tools")
 p.add_argument("work")
@@ -35,13 +37,6 @@ p.add_argument("--needlec-flags", default="", help="more needlec flags (--batch,
 p.add_argument("--cc", default="cc -std=c11 -O1 -Wall -Wextra -Werror", help="the C compiler that builds and links")
 p.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
 args = p.parse_args()
-
-
-def run(*command, **kw):
-    result = subprocess.run(command, capture_output=True, text=True, **kw)
-    if result.returncode != 0:
-        sys.exit(f"FAILED: {shlex.join(command)}\n{result.stdout}{result.stderr}")
-    return result.stdout
 
 
 def outputs(prefix):

@@ -2,6 +2,7 @@
 #include "Model/Config.h"
 #include "Model/Layout.h"
 #include "Model/ModelFiles.h"
+#include "Model/ModelTokenizer.h"
 #include "Model/Quantize.h"
 #include "Model/Safetensors.h"
 #include "Model/Synth.h"
@@ -89,6 +90,9 @@ int run(int argc, char **argv) {
                   {"quantized", "", "store CQ tensors pre-quantized (default: float16)"},
                   {"codebook", "KIND", "needle (default) or lloyd-max, with --quantized"},
                   {"lora-adapter", "RANK", "write a LoRA adapter for the model's attention instead (OUT.safetensors)"},
+                  {"tokenizer", "FILE",
+                   "the model's tokenizer.json (default: a byte-level BPE of vocab_size tokens trained on "
+                   "Debian's license texts and word list); none: no tokenizer"},
                   {"o", "OUT", "output directory, or OUT.needle for the container"}});
   if (!cl.parse(argc, argv))
     return 0;
@@ -106,6 +110,8 @@ int run(int argc, char **argv) {
   const SynthInit init = initName == "needle" ? SynthInit::Needle : SynthInit::Spread;
   const Config config = buildConfig(cl);
   if (std::optional<int64_t> rank = cl.integer("lora-adapter")) {
+    if (cl.has("tokenizer"))
+      fail("--tokenizer: not with --lora-adapter: an adapter has no tokenizer");
     if (*rank < 1 || *rank > 1024)
       fail("--lora-adapter: rank {} is outside 1..1024", *rank);
     PendingOutput output(out, PendingOutput::Kind::File);
@@ -116,6 +122,11 @@ int run(int argc, char **argv) {
     return 0;
   }
   Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
+  const std::string tokenizer = cl.value("tokenizer").value_or("");
+  if (tokenizer.empty())
+    trainTokenizer(model);
+  else if (tokenizer != "none")
+    readTokenizer(model, tokenizer);
   const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
   if (cl.has("codebook") && !cl.has("quantized"))
     fail("--codebook: only meaningful with --quantized");

@@ -125,10 +125,9 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   for (const char *flag : {"activations", "batch"})
     if (cl.has(flag) && !object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj, cpp, llvm, asm, kernels or step", flag);
-  // The compiled tokenizer (docs/c-interface.md) is not emitted yet: a tokenizer asked for by name
-  // must not be dropped without a word.
-  if (cl.value("tokenizer").value_or("none") != "none" && emit != EmitKind::Needle)
-    fail("--tokenizer: not compiled into --emit {} output yet; --emit needle carries it", emitKindName(emit));
+  // The IR does not carry a tokenizer: one asked for by name must not be dropped without a word.
+  if (cl.value("tokenizer").value_or("none") != "none" && emit == EmitKind::Mlir)
+    fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
