@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -90,6 +92,8 @@ TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly,
   TokenizerTables::Split split;
   split.runStarts.assign(scanner.runStarts.begin(), scanner.runStarts.end());
   split.runSymbols.assign(scanner.symbolOf.begin(), scanner.symbolOf.end());
+  for (char32_t c = 0; c < 128; ++c)
+    split.asciiSymbols[c] = static_cast<uint8_t>(scanner.symbol(c));
   split.symbols = static_cast<uint32_t>(scanner.symbols);
   split.invalidSymbol = scanner.invalidSymbol;
   split.endSymbol = scanner.endSymbol;
@@ -99,8 +103,10 @@ TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly,
   return split;
 }
 
-/// Slots for `count` entries at most half full: a power of two, at least 2.
-size_t slotsFor(size_t count) { return std::bit_ceil(std::max<size_t>(2 * count, 2)); }
+/// Slots for `count` entries at most `load` (a fraction) full: a power of two, at least 2.
+size_t slotsFor(size_t count, double load) {
+  return std::bit_ceil(std::max<size_t>(static_cast<size_t>(std::ceil(count / load)), 2));
+}
 
 /// Every id's bytes, one after the other, with offsets.
 void concatenate(const std::vector<std::string> &tokens, std::vector<uint8_t> &blob, std::vector<uint32_t> &offsets) {
@@ -127,20 +133,26 @@ void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
   }
 }
 
-void fillMerges(TokenizerTables &t, const BpeModel &model) {
-  t.merges.assign(slotsFor(model.merges.size()), needle_rt::TokMerge{-1, -1, -1, -1});
+void fillMerges(TokenizerTables &t, const BpeModel &model, const std::string &source) {
+  if (model.merges.size() >= (size_t(1) << needle_rt::tok_max_rank_bits))
+    unsupported(source, fmt::format("model.merges: {} merges (2^{} at most)", model.merges.size(),
+                                    needle_rt::tok_max_rank_bits));
+  // Three quarters full at most: a probe reads 8 bytes, so the runs a miss scans stay in a line
+  // or two, and Llama 3's 280,147 merges take 2^19 slots (4 MB) rather than 2^20.
+  t.merges.assign(slotsFor(model.merges.size(), 0.75), needle_rt::tok_no_merge);
   for (size_t rank = 0; rank < model.merges.size(); ++rank) {
     const auto [left, right] = model.merges[rank];
     uint32_t slot = needle_rt::tok_hash_pair(left, right) & (t.merges.size() - 1);
-    while (t.merges[slot].left >= 0)
+    while (t.merges[slot] != needle_rt::tok_no_merge)
       slot = (slot + 1) & (t.merges.size() - 1);
-    t.merges[slot] = {left, right, static_cast<int32_t>(rank), model.mergedIds[rank]};
+    t.merges[slot] = needle_rt::tok_merge_key(left, right) | rank;
   }
+  t.mergedIds = model.mergedIds;
 }
 
 /// The vocabulary's tokens by spelling, in id order so the tables are the same every time.
 void fillWords(TokenizerTables &t, const BpeModel &model) {
-  t.words.assign(slotsFor(model.vocab.size()), needle_rt::TokWord{-1, 0});
+  t.words.assign(slotsFor(model.vocab.size(), 0.5), needle_rt::TokWord{-1, 0});
   for (size_t id = 0; id < model.vocab.size(); ++id) {
     if (model.vocab[id].empty())
       continue;
@@ -171,19 +183,25 @@ void fillAdded(TokenizerTables &t, const std::vector<AddedToken> &tokens) {
     t.addedFirst[b] += t.addedFirst[b - 1];
 }
 
-/// Lays out an image: the header's room first, then each array appended at a 4-byte boundary.
+/// Lays out an image: the header's room first, then each array appended at a 4-byte boundary,
+/// once: an array with the bytes of one already written shares it (a byte-level vocabulary's
+/// spellings are its token bytes).
 class ImageWriter {
 public:
   ImageWriter() : bytes_(sizeof(needle_rt::TokImage)) {}
 
   /// Appends `values` raw (every target is little-endian, as this machine) and returns their offset.
   template <typename Range> uint32_t array(const Range &values) {
+    const auto *data = reinterpret_cast<const char *>(std::data(values));
+    std::string content(data, std::size(values) * sizeof(*std::data(values)));
+    if (const auto written = offsets_.find(content); written != offsets_.end())
+      return written->second;
     bytes_.resize((bytes_.size() + 3) & ~size_t(3));
     const size_t offset = bytes_.size();
-    const auto *data = reinterpret_cast<const uint8_t *>(std::data(values));
-    bytes_.insert(bytes_.end(), data, data + std::size(values) * sizeof(*std::data(values)));
+    bytes_.insert(bytes_.end(), content.begin(), content.end());
     if (bytes_.size() > UINT32_MAX)
       fail("the tokenizer's tables take {} bytes, more than 4 GiB", bytes_.size());
+    offsets_.emplace(std::move(content), static_cast<uint32_t>(offset));
     return static_cast<uint32_t>(offset);
   }
 
@@ -194,6 +212,7 @@ public:
 
 private:
   std::vector<uint8_t> bytes_;
+  std::map<std::string, uint32_t> offsets_; // each array written, by its bytes
 };
 
 } // namespace
@@ -217,16 +236,18 @@ std::vector<uint8_t> TokenizerTables::image() const {
   std::vector<needle_rt::TokImageSplit> splitImages;
   for (const Split &s : splits)
     splitImages.push_back({out.array(s.runStarts), out.array(s.runSymbols), static_cast<uint32_t>(s.runStarts.size()),
-                           s.symbols, s.invalidSymbol, s.endSymbol, out.array(s.next), out.array(s.acceptBefore),
-                           s.matchesOnly});
+                           out.array(s.asciiSymbols), s.symbols, s.invalidSymbol, s.endSymbol, out.array(s.next),
+                           out.array(s.acceptBefore), s.matchesOnly});
   h.splits = out.array(splitImages);
   h.split_count = static_cast<uint32_t>(splitImages.size());
   h.merges = out.array(merges);
   h.merge_mask = static_cast<uint32_t>(merges.size() - 1);
+  h.merged_ids = out.array(mergedIds);
   h.words = words.empty() ? 0 : out.array(words);
   h.word_mask = words.empty() ? 0 : static_cast<uint32_t>(words.size() - 1);
-  h.spelling = out.array(spelling);
-  h.spelling_offsets = out.array(spellingOffsets);
+  // Spellings serve the words' hash only.
+  h.spelling = words.empty() ? 0 : out.array(spelling);
+  h.spelling_offsets = words.empty() ? 0 : out.array(spellingOffsets);
   h.ignore_merges = ignoreMerges;
   h.unk_id = unk;
   h.fuse_unk = fuseUnk;
@@ -263,8 +284,13 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
     bytes[id] = t.byteLevel ? byteLevelBytes(token) : sentencePieceBytes(token, spec.decoder);
     spellings[id] = t.byteLevel ? bytes[id] : token;
   }
-  for (const AddedToken &token : spec.added)
+  for (const AddedToken &token : spec.added) {
     bytes[token.id] = t.byteLevel ? token.content : sentencePieceBytes(token.content, spec.decoder);
+    // Never looked up (the words' hash holds vocabulary tokens): a byte-level added token's
+    // spelling is its bytes, so all spellings equal the token bytes and the image keeps one copy.
+    if (t.byteLevel && spellings[token.id].empty())
+      spellings[token.id] = bytes[token.id];
+  }
   concatenate(bytes, t.blob, t.tokenOffsets);
   concatenate(spellings, t.spelling, t.spellingOffsets);
 
@@ -291,7 +317,7 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
     else if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.useRegex)
       t.splits.push_back(splitTables(kByteLevelPattern, false, where));
   }
-  fillMerges(t, spec.model);
+  fillMerges(t, spec.model, source);
   t.ignoreMerges = spec.model.ignoreMerges;
   if (t.ignoreMerges || !t.byteLevel)
     fillWords(t, spec.model);

@@ -18,6 +18,7 @@ struct TokenizerTables {
   struct Split {
     std::vector<uint32_t> runStarts;
     std::vector<uint8_t> runSymbols;
+    std::array<uint8_t, 128> asciiSymbols{};
     uint32_t symbols = 0, invalidSymbol = 0, endSymbol = 0;
     std::vector<int16_t> next;
     std::vector<uint8_t> acceptBefore;
@@ -36,7 +37,8 @@ struct TokenizerTables {
   std::vector<uint32_t> spellingOffsets;
   std::array<int32_t, 256> byteIds{}; // each byte's token, or its <0xNN> (-1: none)
   std::vector<Split> splits;
-  std::vector<needle_rt::TokMerge> merges; // a power of two of slots, at most half full
+  std::vector<needle_rt::TokMerge> merges; // a power of two of slots, at most 3/4 full
+  std::vector<int32_t> mergedIds;          // by rank
   std::vector<needle_rt::TokWord> words;   // the vocabulary by spelling, when encoding needs it
   bool ignoreMerges = false, fuseUnk = false;
   int32_t unk = -1;

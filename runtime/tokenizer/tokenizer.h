@@ -20,6 +20,7 @@ struct TokSplit {
   const uint32_t *run_starts; // ascending code points, [0] = 0: where runs of one symbol start
   const uint8_t *run_symbols; // the symbol of each run
   uint32_t runs;
+  const uint8_t *ascii_symbols; // [128]: each ASCII character's symbol, without the search
   uint32_t symbols;             // symbols per state
   uint32_t invalid_symbol;      // a byte that begins no valid UTF-8 sequence
   uint32_t end_symbol;          // the end of the text
@@ -28,10 +29,17 @@ struct TokSplit {
   uint32_t matches_only;        // 1: the text between matches is dropped (Removed, inverted)
 };
 
-/// A merge: the pair of ids, its rank and the merged id; left = -1 marks an empty slot.
-struct TokMerge {
-  int32_t left, right, rank, merged;
-};
+/// A merge in its hash slot: the left id (20 bits), the right id (20 bits) and the rank (24 bits),
+/// so a probe reads 8 bytes; the merged id is merged_ids[rank]. tok_no_merge marks an empty slot.
+using TokMerge = uint64_t;
+constexpr TokMerge tok_no_merge = ~TokMerge(0);
+constexpr uint32_t tok_max_id_bits = 20, tok_max_rank_bits = 24;
+
+/// The slot bits of a pair of ids (ids below 2^20), rank 0.
+inline TokMerge tok_merge_key(int32_t left, int32_t right) {
+  return TokMerge(uint32_t(left)) << (tok_max_id_bits + tok_max_rank_bits) | TokMerge(uint32_t(right))
+                                                                                 << tok_max_rank_bits;
+}
 
 /// A normalizer step on the text between added tokens: every `from` becomes `to`, or, with
 /// from_length 0, `to` is put before a text that is not empty (Prepend).
@@ -50,7 +58,8 @@ struct TokWord {
 
 /// How the image holds a split and a normalizer step: their arrays as offsets into the image.
 struct TokImageSplit {
-  uint32_t run_starts, run_symbols, runs, symbols, invalid_symbol, end_symbol, next, accept_before, matches_only;
+  uint32_t run_starts, run_symbols, runs, ascii_symbols, symbols, invalid_symbol, end_symbol, next, accept_before,
+      matches_only;
 };
 struct TokImageNormalize {
   uint32_t from, from_length, to, to_length;
@@ -62,7 +71,7 @@ struct TokImageNormalize {
 struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, blob, token_offsets, byte_ids, splits,
-      split_count, merges, merge_mask, words, word_mask, spelling, spelling_offsets, ignore_merges;
+      split_count, merges, merge_mask, merged_ids, words, word_mask, spelling, spelling_offsets, ignore_merges;
   int32_t unk_id;
   uint32_t fuse_unk, added, added_special, added_first, prefix_ids, prefix_count, suffix_ids, suffix_count,
       strip_leading;
@@ -82,6 +91,7 @@ struct TokTables {
   uint32_t split_count;
   const TokMerge *merges; // open addressing, merge_mask + 1 slots
   uint32_t merge_mask;
+  const int32_t *merged_ids; // by rank: the id a merge makes
   // The vocabulary by its spelling (raw bytes for byte-level, where the alphabet is a bijection),
   // open addressing, word_mask + 1 slots; null when neither characters nor ignore_merges need it.
   const TokWord *words;
@@ -125,6 +135,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.split_count,
                    tok_array<TokMerge>(image, h.merges),
                    h.merge_mask,
+                   tok_array<int32_t>(image, h.merged_ids),
                    h.words ? tok_array<TokWord>(image, h.words) : nullptr,
                    h.word_mask,
                    image + h.spelling,
@@ -148,6 +159,7 @@ inline TokSplit tok_split_tables(const TokTables &t, uint32_t k) {
   return TokSplit{tok_array<uint32_t>(t.image, s.run_starts),
                   t.image + s.run_symbols,
                   s.runs,
+                  t.image + s.ascii_symbols,
                   s.symbols,
                   s.invalid_symbol,
                   s.end_symbol,
@@ -195,6 +207,10 @@ inline size_t tok_sequence(const uint8_t *text, size_t length, size_t i, uint32_
 
 /// The symbol of the character at text[i] and its length in bytes.
 inline uint32_t tok_symbol(const TokSplit &split, const uint8_t *text, size_t length, size_t i, size_t *bytes) {
+  if (text[i] < 0x80) { // most text: one table lookup
+    *bytes = 1;
+    return split.ascii_symbols[text[i]];
+  }
   uint32_t c = 0;
   *bytes = tok_sequence(text, length, i, &c);
   if (*bytes == 0) {
@@ -248,13 +264,15 @@ struct TokCandidate {
   int32_t rank, pos, merged;
 };
 
-inline const TokMerge *tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
+/// The rank of the merge of `left` and `right`, or -1 when the pair does not merge.
+inline int32_t tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
+  const TokMerge key = tok_merge_key(left, right), rank_mask = (TokMerge(1) << tok_max_rank_bits) - 1;
   for (uint32_t slot = tok_hash_pair(left, right) & t.merge_mask;; slot = (slot + 1) & t.merge_mask) {
-    const TokMerge &m = t.merges[slot];
-    if (m.left < 0)
-      return nullptr;
-    if (m.left == left && m.right == right)
-      return &m;
+    const TokMerge m = t.merges[slot];
+    if (m == tok_no_merge)
+      return -1;
+    if ((m & ~rank_mask) == key)
+      return static_cast<int32_t>(m & rank_mask);
   }
 }
 
@@ -305,8 +323,9 @@ inline TokCandidate tok_heap_pop(TokCandidate *heap, size_t *size) {
 inline void tok_offer(const TokTables &t, const TokSymbol *symbols, int32_t pos, TokCandidate *heap, size_t *size) {
   if (pos < 0 || symbols[pos].next < 0)
     return;
-  if (const TokMerge *m = tok_find_merge(t, symbols[pos].id, symbols[symbols[pos].next].id))
-    tok_heap_push(heap, size, TokCandidate{m->rank, pos, m->merged});
+  const int32_t rank = tok_find_merge(t, symbols[pos].id, symbols[symbols[pos].next].id);
+  if (rank >= 0)
+    tok_heap_push(heap, size, TokCandidate{rank, pos, t.merged_ids[rank]});
 }
 
 /// Bytes of scratch BPE needs per byte of a piece: one symbol and up to three candidates.
@@ -360,8 +379,7 @@ inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, voi
     TokSymbol &left = symbols[c.pos];
     if (left.id < 0 || left.next < 0) // merged away, or nothing to its right any more
       continue;
-    const TokMerge *m = tok_find_merge(t, left.id, symbols[left.next].id);
-    if (!m || m->rank != c.rank) // the pair changed since the candidate was offered
+    if (tok_find_merge(t, left.id, symbols[left.next].id) != c.rank) // the pair changed since it was offered
       continue;
     TokSymbol &right = symbols[left.next];
     left.id = c.merged;

@@ -31,9 +31,9 @@ int run(int argc, char **argv) {
   const std::vector<uint8_t> bytes = readFile(argv[2]);
   const std::string text(bytes.begin(), bytes.end());
   auto start = std::chrono::steady_clock::now();
-  TokenizerTables tables = buildTokenizerTables(readTokenizerJson(argv[1]), argv[1]);
+  const std::vector<uint8_t> image = buildTokenizerTables(readTokenizerJson(argv[1]), argv[1]).image();
   const double buildSeconds = secondsSince(start);
-  const needle_rt::TokTables view = tables.view();
+  const needle_rt::TokTables view = needle_rt::tok_tables(image.data()); // what an object holds
 
   std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view, text.size()));
   std::vector<int32_t> ids(text.size() + 16);
@@ -57,16 +57,12 @@ int run(int argc, char **argv) {
     decodeSeconds = std::min(decodeSeconds, secondsSince(start));
     decoded.resize(at);
   }
-  std::printf("%s\n",
-              fmt::format(R"({{"engine": "needlec", "bytes": {}, "tokens": {}, "encode_s": {:.4f}, )"
-                          R"("encode_mb_s": {:.2f}, "tokens_s": {:.0f}, "decode_s": {:.4f}, )"
-                          R"("round_trip": {}, "tables_s": {:.3f}, "table_bytes": {}}})",
-                          text.size(), count, encodeSeconds, text.size() / encodeSeconds / 1e6, count / encodeSeconds,
-                          decodeSeconds, decoded == text, buildSeconds,
-                          tables.blob.size() + tables.spelling.size() + 4 * tables.tokenOffsets.size() +
-                              4 * tables.spellingOffsets.size() + sizeof(needle_rt::TokMerge) * tables.merges.size() +
-                              sizeof(needle_rt::TokWord) * tables.words.size())
-                  .c_str());
+  std::printf("%s\n", fmt::format(R"({{"engine": "needlec", "bytes": {}, "tokens": {}, "encode_s": {:.4f}, )"
+                                  R"("encode_mb_s": {:.2f}, "tokens_s": {:.0f}, "decode_s": {:.4f}, )"
+                                  R"("round_trip": {}, "tables_s": {:.3f}, "table_bytes": {}}})",
+                                  text.size(), count, encodeSeconds, text.size() / encodeSeconds / 1e6,
+                                  count / encodeSeconds, decodeSeconds, decoded == text, buildSeconds, image.size())
+                          .c_str());
   return 0;
 }
 
