@@ -50,12 +50,18 @@ static size_t prompt_tokens(const char *prompt, int32_t *tokens) {
   return n;
 }
 
-/* Token `id`'s text, as much of it as is complete (a character split over tokens waits). */
+/* Token `id`'s text, as much of it as is complete (a character split over tokens waits); a
+ * token longer than the buffer is asked for again with room. */
 static void print_text(model_decoder *decoder, int32_t id) {
-  char piece[256];
+  char piece[256], *out = piece;
   size_t len = 0;
-  if (model_decode_next(decoder, id, piece, sizeof piece, &len) == NEEDLE_OK)
-    fwrite(piece, 1, len, stdout);
+  int status = model_decode_next(decoder, id, piece, sizeof piece, &len);
+  if (status == NEEDLE_ERR_SPACE && (out = malloc(len)) != NULL)
+    status = model_decode_next(decoder, id, out, len, &len);
+  if (status == NEEDLE_OK)
+    fwrite(out, 1, len, stdout);
+  if (out != piece)
+    free(out);
 }
 #else
 static const char kDefaultPrompt[] = "17,4242,9,1024,77";
@@ -105,9 +111,11 @@ int main(int argc, char **argv) {
   for (long i = 0; i < generated; ++i)
     printf(" %d", generated_tokens[i]);
 #ifdef model_HAS_TOKENIZER
-  model_decoder decoder;
+  model_decoder decoder; /* the prompt's tokens through it first: the decoder's start-of-text rule */
   model_decoder_init(&decoder);
-  printf("\ntext: %s", prompt);
+  printf("\ntext: ");
+  for (size_t i = 0; i < n; ++i)
+    print_text(&decoder, tokens[i]);
   for (long i = 0; i < generated; ++i)
     print_text(&decoder, generated_tokens[i]);
   char tail[3];

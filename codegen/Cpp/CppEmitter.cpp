@@ -227,15 +227,13 @@ typedef struct {{
 
 #ifndef NEEDLE_STATUS_CODES
 #define NEEDLE_STATUS_CODES
-enum {{
-  NEEDLE_OK = 0,
-  NEEDLE_ERR_ARENA = -1,
-  NEEDLE_ERR_TOKEN = -2,
-  NEEDLE_ERR_FULL = -3,
-  NEEDLE_ERR_ARG = -4,
-  NEEDLE_ERR_SPACE = -5
-}};
-enum {{ NEEDLE_ENCODE_SPECIAL = 1, NEEDLE_ENCODE_BOS_EOS = 2 }}; /* {2}_encode's flags */
+enum {{ NEEDLE_OK = 0, NEEDLE_ERR_ARENA = -1, NEEDLE_ERR_TOKEN = -2, NEEDLE_ERR_FULL = -3, NEEDLE_ERR_ARG = -4 }};
+#endif
+/* Guarded apart, so a header of an older needlec included first does not hide them. */
+#ifndef NEEDLE_TEXT_CODES
+#define NEEDLE_TEXT_CODES
+enum {{ NEEDLE_ERR_SPACE = -5 }};                                  /* an output buffer too small */
+enum {{ NEEDLE_ENCODE_SPECIAL = 1, NEEDLE_ENCODE_BOS_EOS = 2 }}; /* NAME_encode's flags */
 #endif
 
 const {2}_info_t *{2}_info(void);
@@ -387,7 +385,7 @@ std::string Printer::source(const std::string &headerName) {
   appendStringLiteral(source, weights);
   source += "    ;\n\n";
   if (!program_.tokenizer.empty()) {
-    source += "// The tokenizer's tables: one image (needle_rt::TokImage), 4-byte aligned arrays.\n";
+    source += "// The tokenizer's tables: one image (needle_rt::TokImage), each array aligned for its elements.\n";
     source += fmt::format("alignas(16) const unsigned char kTokenizer[{}] =\n", program_.tokenizer.size() + 1);
     appendStringLiteral(source, program_.tokenizer);
     source += "    ;\n\n";

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -134,6 +135,9 @@ void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
 }
 
 void fillMerges(TokenizerTables &t, const BpeModel &model, const std::string &source) {
+  if (model.vocab.size() > (size_t(1) << needle_rt::tok_max_id_bits)) // the reader's limit too
+    unsupported(source,
+                fmt::format("model.vocab: {} ids (2^{} at most)", model.vocab.size(), needle_rt::tok_max_id_bits));
   if (model.merges.size() >= (size_t(1) << needle_rt::tok_max_rank_bits))
     unsupported(source, fmt::format("model.merges: {} merges (2^{} at most)", model.merges.size(),
                                     needle_rt::tok_max_rank_bits));
@@ -182,8 +186,7 @@ void fillAdded(TokenizerTables &t, const std::vector<AddedToken> &tokens) {
   for (size_t b = 1; b < t.addedFirst.size(); ++b)
     t.addedFirst[b] += t.addedFirst[b - 1];
 }
-
-/// Lays out an image: the header's room first, then each array appended at a 4-byte boundary,
+/// Lays out an image: the header's room first, then each array at its elements' alignment (4 at least),
 /// once: an array with the bytes of one already written shares it (a byte-level vocabulary's
 /// spellings are its token bytes).
 class ImageWriter {
@@ -196,7 +199,9 @@ public:
     std::string content(data, std::size(values) * sizeof(*std::data(values)));
     if (const auto written = offsets_.find(content); written != offsets_.end())
       return written->second;
-    bytes_.resize((bytes_.size() + 3) & ~size_t(3));
+    // Each array at its elements' alignment, 4 at least (the 8-byte merge slots at 8).
+    const size_t align = std::max<size_t>(4, alignof(std::remove_cvref_t<decltype(*std::data(values))>));
+    bytes_.resize((bytes_.size() + align - 1) / align * align);
     const size_t offset = bytes_.size();
     bytes_.insert(bytes_.end(), content.begin(), content.end());
     if (bytes_.size() > UINT32_MAX)

@@ -48,7 +48,7 @@ struct TokenizerTables {
   std::vector<int32_t> prefixIds, suffixIds;
   uint32_t stripLeading = 0;
 
-  /// The tables as the one image a printer emits (needle_rt::TokImage), 4-byte aligned arrays.
+  /// The tables as the one image a printer emits (needle_rt::TokImage): each array at its alignment.
   std::vector<uint8_t> image() const;
 
   /// The runtime's view of image(), kept here; valid while these tables live and do not change.

@@ -66,8 +66,8 @@ struct TokImageNormalize {
 };
 
 /// The tables as one read-only image (docs/tokenizer.md, "The image"): this header, then every
-/// array at a 4-byte aligned offset from the image's start. Each field named after a pointer of
-/// TokTables holds that array's offset (words: 0 when there are none); the others are TokTables'.
+/// array at an offset from the image's start aligned for its elements (4 or 8 bytes). Each field named after a pointer
+/// of TokTables holds that array's offset (words: 0 when there are none); the others are TokTables'.
 struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, blob, token_offsets, byte_ids, splits,
@@ -118,7 +118,7 @@ template <typename T> inline const T *tok_array(const uint8_t *image, uint32_t o
   return reinterpret_cast<const T *>(image + offset);
 }
 
-/// The tables of an image (4-byte aligned) that needlec built.
+/// The tables of an image (8-byte aligned) that needlec built.
 inline TokTables tok_tables(const uint8_t *image) {
   const TokImage &h = *tok_array<TokImage>(image, 0);
   return TokTables{image,
@@ -442,10 +442,16 @@ inline int32_t tok_added_at(const TokTables &t, const uint8_t *text, size_t leng
 inline size_t tok_normalized_bound(const TokTables &t, size_t length) { return t.growth * length + t.growth_extra; }
 
 /// The scratch tok_encode needs for `length` bytes of text: two buffers for the normalizer's
-/// steps, then BPE's symbols and candidates.
+/// steps, then BPE's symbols and candidates. SIZE_MAX for a text tok_encode refuses: one whose
+/// normalized bound passes INT32_MAX bytes (BPE's positions are int32_t), or whose scratch
+/// size does not fit a size_t (a 32-bit target's).
 inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
-  const size_t normalized = tok_normalized_bound(t, length);
-  return (t.normalizer_steps ? 2 * normalized : 0) + kTokScratchPerByte * normalized + 32;
+  const uint64_t limit = 0x7FFFFFFF;
+  if (length > (limit - t.growth_extra) / t.growth)
+    return SIZE_MAX;
+  const uint64_t normalized = uint64_t(t.growth) * length + t.growth_extra;
+  const uint64_t bytes = (t.normalizer_steps ? 2 * normalized : 0) + kTokScratchPerByte * normalized + 32;
+  return bytes > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(bytes);
 }
 
 /// text[0, length) through the normalizer's steps, from one buffer into the other; returns the
@@ -502,7 +508,8 @@ inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, 
 /// (docs/tokenizer.md).
 inline int tok_encode(const TokTables &t, const char *text, size_t length, unsigned flags, void *scratch,
                       size_t scratch_size, int32_t *ids, size_t cap, size_t *count) {
-  if ((!text && length) || !count || (!ids && cap) || !scratch || scratch_size < tok_encode_scratch_size(t, length))
+  const size_t needed = tok_encode_scratch_size(t, length);
+  if ((!text && length) || !count || (!ids && cap) || !scratch || needed == SIZE_MAX || scratch_size < needed)
     return status_err_arg;
   const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
   uint8_t *work = static_cast<uint8_t *>(scratch);

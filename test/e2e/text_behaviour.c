@@ -4,14 +4,16 @@
  * program exit 1.
  *
  *   text_behaviour [CHECK...]   run the named checks (all but stack when none is named):
- *     arguments   NULL pointers and too little scratch give NEEDLE_ERR_ARG; token_id of nothing is -1
+ *     arguments   NULL pointers, too little scratch and a text too long give NEEDLE_ERR_ARG;
+ *                 any alignment of scratch does; token_id of nothing is -1
  *     encode      the count when ids do not fit (nothing written past cap); the flags; info's BOS/EOS
  *     decode      a character split over byte tokens is held back, then written whole; an
  *                 unknown id or too small a buffer leaves the decoder unchanged; flush writes
  *                 U+FFFD for what is held; the first leading space is dropped
  *     bytes       token_bytes and token_id of ids and added tokens
  *     stack       NAME_encode of a long text uses at most NAME_ENCODE_STACK_BYTES of stack
- *                 (measured on a stack of its own painted with a pattern; not under sanitizers)
+ *                 (measured on a stack of its own painted with a pattern; not under sanitizers);
+ *                 any model with a tokenizer, the other checks Llama 2's
  *
  * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>", C11 (ucontext for the stack). */
 #define _GNU_SOURCE /* ucontext */
@@ -61,6 +63,12 @@ static void arguments(void) {
         "arguments: one byte of scratch too few");
   check(FN(_encode)(NULL, 0, 0, scratch, FN(_encode_scratch_size)(0), NULL, 0, &count) == NEEDLE_OK && count == 0,
         "arguments: an empty text (NULL, 0) is no ids");
+  check(FN(_encode)("hello", 5, 0, scratch + 1, need, ids, 8, &count) == NEEDLE_OK && count > 0,
+        "arguments: scratch at an odd address");
+  check(FN(_encode_scratch_size)(SIZE_MAX) == SIZE_MAX && FN(_encode_scratch_size)(SIZE_MAX / 4) == SIZE_MAX,
+        "arguments: no scratch size for a text too long");
+  check(FN(_encode)("hello", SIZE_MAX / 4, 0, scratch, sizeof scratch, ids, 8, &count) == NEEDLE_ERR_ARG,
+        "arguments: a text too long is refused before it is read");
   const char *bytes = NULL;
   size_t len = 0;
   check(FN(_token_bytes)(0, NULL, &len) == NEEDLE_ERR_ARG, "arguments: token_bytes, NULL bytes");
@@ -73,6 +81,7 @@ static void arguments(void) {
   check(FN(_decode_next)(&d, 1, NULL, 4, &len) == NEEDLE_ERR_ARG, "arguments: decode_next, NULL out, cap 4");
   check(FN(_decode_next)(&d, 1, out, sizeof out, NULL) == NEEDLE_ERR_ARG, "arguments: decode_next, NULL len");
   check(FN(_decode_flush)(&d, out, sizeof out, NULL) == NEEDLE_ERR_ARG, "arguments: decode_flush, NULL len");
+  check(FN(_decode_flush)(NULL, out, sizeof out, &len) == NEEDLE_ERR_ARG, "arguments: decode_flush, NULL decoder");
 }
 
 static void encoding(void) {
@@ -160,7 +169,7 @@ static void encode_on_stack(void) {
 static void stack(void) {
   enum { kStack = 1 << 16 };
   static unsigned char memory[kStack];
-  for (size_t i = 0; i < sizeof text - 1; ++i) /* words, digits, spaces and <s>: every split's path */
+  for (size_t i = 0; i < sizeof text - 1; ++i) /* words, digits, spaces, punctuation, non-ASCII, <s> */
     text[i] = "Hello wor1d 42, <s>  \t\xC3\xA9t\xC3\xA9!\n"[i % 25];
   encode_on_stack(); /* once on this stack first: the dynamic linker resolves every call */
   memset(memory, 0xA5, sizeof memory);

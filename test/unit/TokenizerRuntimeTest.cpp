@@ -8,6 +8,7 @@
 #include "Tokenizer/TokenizerJson.h"
 #include "TokenizerTestSupport.h"
 
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -140,6 +141,19 @@ TEST(TokenizerRuntime, TheDecoderHoldsSplitSequencesAndReplacesInvalidOnes) {
   EXPECT_EQ(std::string(out, length), "\uFFFD");
   EXPECT_EQ(needle_rt::tok_decode_next(runtime.view, &decoder, 260, out, sizeof out, &length),
             needle_rt::status_err_token);
+}
+
+TEST(TokenizerRuntime, ImageArraysAreAlignedForTheirElements) {
+  // The image is read in place through typed pointers: the 8-byte merge slots must sit at a
+  // multiple of 8 whatever comes before them (a misaligned uint64_t load traps on some Arm cores).
+  const TokenizerTables tables = buildTokenizerTables(spec(), "tok.json");
+  const std::vector<uint8_t> image = tables.image();
+  needle_rt::TokImage header;
+  std::memcpy(&header, image.data(), sizeof header);
+  EXPECT_EQ(header.merges % alignof(needle_rt::TokMerge), 0u);
+  for (uint32_t offset : {header.token_offsets, header.byte_ids, header.merged_ids, header.added_first})
+    EXPECT_EQ(offset % 4, 0u);
+  EXPECT_EQ(header.blob % 4, 0u);
 }
 
 } // namespace
