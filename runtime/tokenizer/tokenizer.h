@@ -549,8 +549,10 @@ struct TokDecoder {
   uint8_t strip;        // leading spaces still to drop
 };
 
+/// Starts a stream in *d; nothing for a NULL d.
 inline void tok_decoder_init(const TokTables &t, TokDecoder *d) {
-  *d = TokDecoder{{0, 0, 0, 0}, 0, 0, 0x80, 0xBF, static_cast<uint8_t>(t.strip_leading)};
+  if (d)
+    *d = TokDecoder{{0, 0, 0, 0}, 0, 0, 0x80, 0xBF, static_cast<uint8_t>(t.strip_leading)};
 }
 
 /// Appends bytes to out (counting them past cap; written only when they fit), dropping the
@@ -616,16 +618,20 @@ inline int tok_decode_next(const TokTables &t, TokDecoder *d, int32_t id, char *
     return status_err_token;
   const uint8_t *bytes = t.blob + t.token_offsets[id];
   const size_t n = t.token_offsets[id + 1] - t.token_offsets[id];
-  TokDecoder trial = *d; // measure first, so a buffer too small changes nothing
-  TokText measure{nullptr, 0, 0, &trial.strip};
-  for (size_t i = 0; i < n; ++i)
-    tok_decode_byte(&trial, bytes[i], &measure);
-  *length = measure.length;
-  if (measure.length > cap)
-    return status_err_space;
+  if (cap < 3 * (3 + n)) { // it may not fit: measure first, so a buffer too small changes nothing
+    TokDecoder trial = *d;
+    TokText measure{nullptr, 0, 0, &trial.strip};
+    for (size_t i = 0; i < n; ++i)
+      tok_decode_byte(&trial, bytes[i], &measure);
+    if (measure.length > cap) {
+      *length = measure.length;
+      return status_err_space;
+    }
+  }
   TokText text{out, cap, 0, &d->strip};
   for (size_t i = 0; i < n; ++i)
     tok_decode_byte(d, bytes[i], &text);
+  *length = text.length;
   return status_ok;
 }
 

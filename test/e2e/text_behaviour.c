@@ -77,6 +77,7 @@ static void arguments(void) {
   DECODER d;
   char out[16];
   check(FN(_decode_next)(NULL, 1, out, sizeof out, &len) == NEEDLE_ERR_ARG, "arguments: decode_next, NULL decoder");
+  FN(_decoder_init)(NULL); /* does nothing */
   FN(_decoder_init)(&d);
   check(FN(_decode_next)(&d, 1, NULL, 4, &len) == NEEDLE_ERR_ARG, "arguments: decode_next, NULL out, cap 4");
   check(FN(_decode_next)(&d, 1, out, sizeof out, NULL) == NEEDLE_ERR_ARG, "arguments: decode_next, NULL len");
