@@ -42,8 +42,17 @@ Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
       in[k] = classes[k].contains(c);
     return in;
   };
+  // Neighbouring code points mostly share their classes: look a key up only when it changes
+  // (needlec compiles a tokenizer's scanners on every run; this loop was most of it).
+  std::vector<bool> in(classes.size()), previous;
+  uint16_t symbol = 0;
   for (char32_t c = 0; c <= 0x10FFFF; ++c) {
-    const uint16_t symbol = symbols.symbolFor(key(c), ids);
+    for (size_t k = 0; k < classes.size(); ++k)
+      in[k] = classes[k].contains(c);
+    if (in != previous) {
+      symbol = symbols.symbolFor(in, ids);
+      previous = in;
+    }
     if (tables.symbolOf.empty() || tables.symbolOf.back() != symbol) {
       tables.runStarts.push_back(c);
       tables.symbolOf.push_back(symbol);
