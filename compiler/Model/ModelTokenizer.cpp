@@ -22,14 +22,12 @@ void readTokenizer(Model &model, const std::filesystem::path &path) {
   setTokenizer(model, std::string(bytes.begin(), bytes.end()), path.string());
 }
 
-void trainTokenizer(Model &model) {
-  const int64_t size = model.config.vocabSize;
-  if (size < 256)
-    return;
+namespace {
+
+/// kSynthCorpus's files, one after the other; a missing one is an error naming its package.
+std::string readSynthCorpus() {
   std::string corpus;
   for (const char *path : kSynthCorpus) {
-    if (size == 256)
-      break;
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
       fail("{}: missing: needle-synth trains its tokenizers on it (Debian's {}; scripts/install-deps.sh "
@@ -38,6 +36,16 @@ void trainTokenizer(Model &model) {
     const std::vector<uint8_t> bytes = readFile(path);
     corpus.append(bytes.begin(), bytes.end());
   }
+  return corpus;
+}
+
+} // namespace
+
+void trainTokenizer(Model &model) {
+  const int64_t size = model.config.vocabSize;
+  if (size < 256)
+    return;
+  const std::string corpus = size > 256 ? readSynthCorpus() : std::string(); // 256: the bytes alone
   setTokenizer(model, tokenizer::writeTokenizerJson(tokenizer::trainByteLevelBpe(corpus, size)),
                fmt::format("needle-synth's tokenizer of {} tokens", size));
 }
