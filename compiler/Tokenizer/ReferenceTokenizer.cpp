@@ -18,21 +18,11 @@ std::string normalize(const std::vector<NormalizerStep> &steps, std::string text
   for (const NormalizerStep &step : steps) {
     switch (step.kind) {
     case NormalizerStep::Kind::Nfc:
-    case NormalizerStep::Kind::Nfkc: {
-      const std::vector<char32_t> points = decodeUtf8(text);
-      std::string out;
-      for (size_t begin = 0; begin < points.size();) {
-        size_t end = begin;
-        while (end < points.size() && (points[end] >= kInvalidByte) == (points[begin] >= kInvalidByte))
-          ++end;
-        const std::string run = encodeUtf8(points, begin, end);
-        const NormalForm form = step.kind == NormalizerStep::Kind::Nfc ? NormalForm::Nfc : NormalForm::Nfkc;
-        out += points[begin] >= kInvalidByte ? run : normalizeText(run, form);
-        begin = end;
-      }
-      text = std::move(out);
+      text = normalizeText(text, NormalForm::Nfc);
       break;
-    }
+    case NormalizerStep::Kind::Nfkc:
+      text = normalizeText(text, NormalForm::Nfkc);
+      break;
     case NormalizerStep::Kind::Prepend:
       if (!text.empty())
         text = step.text + text;

@@ -27,10 +27,11 @@ bool isByteLevel(const TokenizerSpec &spec) {
                      [](const PreTokenizerStep &step) { return step.kind == PreTokenizerStep::Kind::ByteLevel; });
 }
 
-/// The byte-level family: splits then ByteLevel, no normalizer, the ByteLevel decoder.
+/// The byte-level family: NFC or NFKC at most, splits then ByteLevel, the ByteLevel decoder.
 void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
-  if (!spec.normalizer.empty())
-    unsupported(source, "normalizer: a normalizer in a byte-level tokenizer");
+  for (const NormalizerStep &step : spec.normalizer)
+    if (step.kind != NormalizerStep::Kind::Nfc && step.kind != NormalizerStep::Kind::Nfkc)
+      unsupported(source, "normalizer: Prepend or Replace in a byte-level tokenizer");
   for (const PreTokenizerStep &step : spec.preTokenizer)
     if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.addPrefixSpace)
       unsupported(source, "pre_tokenizer: ByteLevel's add_prefix_space");
@@ -41,13 +42,10 @@ void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
     unsupported(source, "model: byte_fallback or unk_token in a byte-level tokenizer");
 }
 
-/// The SentencePiece-style family: Prepend and Replace normalizers, no pre-tokenizer; the
-/// decoder's Replace steps and ByteFallback, Fuse, then at most a Strip of leading spaces; a
-/// character no token spells has its byte tokens or the unknown token.
+/// The SentencePiece-style family: any normalizer steps, no pre-tokenizer; the decoder's
+/// Replace steps and ByteFallback, Fuse, then at most a Strip of leading spaces; a character no
+/// token spells has its byte tokens or the unknown token.
 void checkSentencePiece(const TokenizerSpec &spec, const std::string &source) {
-  for (const NormalizerStep &step : spec.normalizer)
-    if (step.kind != NormalizerStep::Kind::Prepend && step.kind != NormalizerStep::Kind::Replace)
-      unsupported(source, "normalizer: NFC or NFKC");
   if (!spec.preTokenizer.empty())
     unsupported(source, "pre_tokenizer: a pre-tokenizer in a SentencePiece-style tokenizer");
   bool fused = false;
@@ -118,19 +116,68 @@ void concatenate(const std::vector<std::string> &tokens, std::vector<uint8_t> &b
   offsets.push_back(static_cast<uint32_t>(blob.size()));
 }
 
+uint32_t ceilDiv(size_t a, size_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+size_t utf8Length(char32_t c) {
+  std::string bytes;
+  appendUtf8(bytes, c);
+  return bytes.size();
+}
+
+/// An NFC or NFKC step's tables; `growth` and `pointsPerByte` get the most bytes and code points
+/// a byte of text becomes.
+TokenizerTables::Unicode unicodeTables(NormalForm form, uint32_t &growth, uint32_t &pointsPerByte) {
+  using needle_rt::tok_class_shift;
+  const NormalizationData &data = normalizationData(form);
+  const auto withClass = [](char32_t c) { return uint32_t(combiningClass(c)) << tok_class_shift | uint32_t(c); };
+  TokenizerTables::Unicode u;
+  u.quickBelow = data.quickBelow;
+  growth = 3, pointsPerByte = 1; // a Hangul syllable's 3 bytes become 3 jamo of 3; a byte, itself
+  for (const auto &[c, mapping] : data.decompositions) {
+    u.decomposed.push_back(c);
+    u.decompositions.push_back(static_cast<uint32_t>(u.points.size() << 8 | mapping.size()));
+    std::string bytes;
+    for (char32_t m : mapping) {
+      u.points.push_back(withClass(m));
+      appendUtf8(bytes, m);
+    }
+    growth = std::max(growth, ceilDiv(bytes.size(), utf8Length(c)));
+    pointsPerByte = std::max(pointsPerByte, ceilDiv(mapping.size(), utf8Length(c)));
+  }
+  for (const auto &[start, cls] : data.classRuns) {
+    u.classStarts.push_back(start);
+    u.classValues.push_back(cls);
+  }
+  for (const NormalizationData::Composition &c : data.compositions) {
+    // The text's bound counts decomposed bytes: composing must never lengthen it.
+    if (utf8Length(c.composite) > utf8Length(c.first) + utf8Length(c.second))
+      fail("internal: U+{:04X} is longer than its composition", static_cast<uint32_t>(c.composite));
+    u.composePairs.push_back(uint64_t(c.first) << 21 | c.second);
+    u.composites.push_back(withClass(c.composite));
+  }
+  return u;
+}
+
 /// The normalizer's steps and the bound of the text they make.
 void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
   for (const NormalizerStep &step : spec.normalizer) {
+    uint32_t factor = 1;
     if (step.kind == NormalizerStep::Kind::Prepend) {
-      t.normalizer.push_back({"", step.text});
+      t.normalizer.push_back({needle_rt::tok_step_prepend, "", step.text, {}});
       t.growthExtra += static_cast<uint32_t>(step.text.size());
+    } else if (step.kind == NormalizerStep::Kind::Replace) {
+      t.normalizer.push_back({needle_rt::tok_step_replace, step.text, step.replacement, {}});
+      factor = std::max<uint32_t>(1, ceilDiv(step.replacement.size(), step.text.size()));
     } else {
-      t.normalizer.push_back({step.text, step.replacement});
-      const uint32_t factor = static_cast<uint32_t>(
-          std::max<size_t>(1, (step.replacement.size() + step.text.size() - 1) / step.text.size()));
-      t.growth *= factor;
-      t.growthExtra *= factor;
+      uint32_t points = 0;
+      const NormalForm form = step.kind == NormalizerStep::Kind::Nfc ? NormalForm::Nfc : NormalForm::Nfkc;
+      t.normalizer.push_back({needle_rt::tok_step_unicode, "", "", unicodeTables(form, factor, points)});
+      // Its input is at most the bound so far, each byte at most `points` code points.
+      t.pointsGrowth = std::max(t.pointsGrowth, points * t.growth);
+      t.pointsExtra = std::max(t.pointsExtra, points * t.growthExtra);
     }
+    t.growth *= factor;
+    t.growthExtra *= factor;
   }
 }
 
@@ -220,6 +267,22 @@ private:
   std::map<std::string, uint32_t> offsets_; // each array written, by its bytes
 };
 
+/// Writes a Unicode step's arrays and its record; returns the record's offset.
+uint32_t unicodeImage(ImageWriter &out, const TokenizerTables::Unicode &u) {
+  const needle_rt::TokImageUnicode record{u.quickBelow,
+                                          out.array(u.decomposed),
+                                          out.array(u.decompositions),
+                                          out.array(u.points),
+                                          static_cast<uint32_t>(u.decomposed.size()),
+                                          out.array(u.classStarts),
+                                          out.array(u.classValues),
+                                          static_cast<uint32_t>(u.classStarts.size()),
+                                          out.array(u.composePairs),
+                                          out.array(u.composites),
+                                          static_cast<uint32_t>(u.composePairs.size())};
+  return out.array(std::array{record});
+}
+
 } // namespace
 
 std::vector<uint8_t> TokenizerTables::image() const {
@@ -229,12 +292,15 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.byte_level = byteLevel;
   std::vector<needle_rt::TokImageNormalize> steps;
   for (const Normalize &n : normalizer)
-    steps.push_back(
-        {out.array(n.from), static_cast<uint32_t>(n.from.size()), out.array(n.to), static_cast<uint32_t>(n.to.size())});
+    steps.push_back({n.kind, out.array(n.from), static_cast<uint32_t>(n.from.size()), out.array(n.to),
+                     static_cast<uint32_t>(n.to.size()),
+                     n.kind == needle_rt::tok_step_unicode ? unicodeImage(out, n.unicode) : 0});
   h.normalizer = out.array(steps);
   h.normalizer_steps = static_cast<uint32_t>(steps.size());
   h.growth = growth;
   h.growth_extra = growthExtra;
+  h.points_growth = pointsGrowth;
+  h.points_extra = pointsExtra;
   h.blob = out.array(blob);
   h.token_offsets = out.array(tokenOffsets);
   h.byte_ids = out.array(byteIds);

@@ -24,14 +24,24 @@ struct TokenizerTables {
     std::vector<uint8_t> acceptBefore;
     bool matchesOnly = false;
   };
+  /// An NFC or NFKC step's tables (needle_rt::TokImageUnicode).
+  struct Unicode {
+    uint32_t quickBelow = 0;
+    std::vector<uint32_t> decomposed, decompositions, points, classStarts, composites;
+    std::vector<uint8_t> classValues;
+    std::vector<uint64_t> composePairs;
+  };
   struct Normalize {
-    std::string from, to; // from empty: Prepend `to`
+    uint32_t kind = needle_rt::tok_step_replace;
+    std::string from, to; // Replace: every `from` becomes `to`; Prepend: `to`
+    Unicode unicode;
   };
   int32_t ids = 0;
   bool byteLevel = false;
   std::vector<Normalize> normalizer;
-  uint32_t growth = 1, growthExtra = 0; // a normalized text's bound
-  std::vector<uint8_t> blob;            // every id's bytes in a text, by tokenOffsets [ids + 1]
+  uint32_t growth = 1, growthExtra = 0;       // a normalized text's bound
+  uint32_t pointsGrowth = 0, pointsExtra = 0; // a Unicode step's code points' bound
+  std::vector<uint8_t> blob;                  // every id's bytes in a text, by tokenOffsets [ids + 1]
   std::vector<uint32_t> tokenOffsets;
   std::vector<uint8_t> spelling; // every id's spelling in the vocabulary, by spellingOffsets [ids + 1]
   std::vector<uint32_t> spellingOffsets;

@@ -6,6 +6,7 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -31,17 +32,6 @@ size_t sequenceLength(std::string_view text, size_t i, char32_t &c) {
   }
   const bool overlong = (length == 3 && c < 0x800) || (length == 4 && c < 0x10000);
   return overlong || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF) ? 0 : length;
-}
-
-std::string normalize(std::string_view text, const icu::Normalizer2 &normalizer) {
-  UErrorCode status = U_ZERO_ERROR;
-  const icu::UnicodeString normalized =
-      normalizer.normalize(icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size())), status);
-  if (U_FAILURE(status))
-    fail("internal: ICU cannot normalize a text: {}", u_errorName(status));
-  std::string out;
-  normalized.toUTF8String(out);
-  return out;
 }
 
 } // namespace
@@ -159,13 +149,89 @@ char32_t foldCase(char32_t c) {
   return c < kInvalidByte ? static_cast<char32_t>(u_foldCase(static_cast<UChar32>(c), U_FOLD_CASE_DEFAULT)) : c;
 }
 
-std::string normalizeText(std::string_view text, NormalForm form) {
+namespace {
+
+const icu::Normalizer2 &normalizer(NormalForm form) {
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2 *normalizer =
+  const icu::Normalizer2 *n =
       form == NormalForm::Nfc ? icu::Normalizer2::getNFCInstance(status) : icu::Normalizer2::getNFKCInstance(status);
   if (U_FAILURE(status))
     fail("internal: ICU has no normalization data: {}", u_errorName(status));
-  return normalize(text, *normalizer);
+  return *n;
+}
+
+std::vector<char32_t> codePoints(const icu::UnicodeString &s) {
+  std::vector<char32_t> out;
+  for (int32_t i = 0; i < s.length(); i = s.moveIndex32(i, 1))
+    out.push_back(static_cast<char32_t>(s.char32At(i)));
+  return out;
+}
+
+std::string normalize(std::string_view text, const icu::Normalizer2 &form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::UnicodeString normalized =
+      form.normalize(icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), text.size())), status);
+  if (U_FAILURE(status))
+    fail("internal: ICU cannot normalize a text: {}", u_errorName(status));
+  std::string out;
+  normalized.toUTF8String(out);
+  return out;
+}
+
+bool isHangulSyllable(char32_t c) { return c >= 0xAC00 && c < 0xAC00 + 11172; }
+
+NormalizationData buildNormalizationData(NormalForm form) {
+  const icu::Normalizer2 &forward = normalizer(form), &canonical = normalizer(NormalForm::Nfc);
+  NormalizationData data;
+  data.quickBelow = 0x110000;
+  for (char32_t c = 0; c < 0x110000; ++c) {
+    const uint8_t cls = combiningClass(c);
+    if (data.classRuns.empty() || data.classRuns.back().second != cls)
+      data.classRuns.push_back({c, cls});
+    icu::UnicodeString mapping;
+    const UChar32 point = static_cast<UChar32>(c);
+    const bool decomposes = !isHangulSyllable(c) && forward.getDecomposition(point, mapping);
+    if (decomposes)
+      data.decompositions.push_back({c, codePoints(mapping)});
+    if ((decomposes || cls) && data.quickBelow == 0x110000)
+      data.quickBelow = c;
+    if (!isHangulSyllable(c) && canonical.getRawDecomposition(point, mapping)) {
+      const std::vector<char32_t> pair = codePoints(mapping);
+      if (pair.size() == 2 &&
+          canonical.composePair(static_cast<UChar32>(pair[0]), static_cast<UChar32>(pair[1])) == point)
+        data.compositions.push_back({pair[0], pair[1], c});
+    }
+  }
+  std::sort(data.compositions.begin(), data.compositions.end(),
+            [](const auto &a, const auto &b) { return std::pair(a.first, a.second) < std::pair(b.first, b.second); });
+  return data;
+}
+
+} // namespace
+
+uint8_t combiningClass(char32_t c) { return c < kInvalidByte ? u_getCombiningClass(static_cast<UChar32>(c)) : 0; }
+
+const NormalizationData &normalizationData(NormalForm form) {
+  if (form == NormalForm::Nfc) {
+    static const NormalizationData nfc = buildNormalizationData(NormalForm::Nfc);
+    return nfc;
+  }
+  static const NormalizationData nfkc = buildNormalizationData(NormalForm::Nfkc);
+  return nfkc;
+}
+
+std::string normalizeText(std::string_view text, NormalForm form) {
+  const std::vector<char32_t> points = decodeUtf8(text);
+  std::string out;
+  for (size_t begin = 0; begin < points.size();) {
+    size_t end = begin;
+    while (end < points.size() && (points[end] >= kInvalidByte) == (points[begin] >= kInvalidByte))
+      ++end;
+    const std::string run = encodeUtf8(points, begin, end);
+    out += points[begin] >= kInvalidByte ? run : normalize(run, normalizer(form));
+    begin = end;
+  }
+  return out;
 }
 
 } // namespace needle::tokenizer

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace needle::tokenizer {
@@ -38,7 +39,23 @@ bool isWhiteSpace(char32_t c);
 char32_t foldCase(char32_t c);
 
 enum class NormalForm { Nfc, Nfkc };
-/// Valid UTF-8 `text` in Normalization Form C or KC.
+/// `text` in Normalization Form C or KC: each run of valid UTF-8 normalized, invalid bytes kept
+/// (nothing composes across them).
 std::string normalizeText(std::string_view text, NormalForm form);
+
+/// What a compiled NFC or NFKC step needs (runtime/tokenizer/unicode.h), from ICU.
+struct NormalizationData {
+  char32_t quickBelow = 0; // code points below are their own decomposition, of class 0
+  /// Each code point's full decomposition where it is not itself, ascending; Hangul syllables
+  /// are left to the runtime's arithmetic.
+  std::vector<std::pair<char32_t, std::vector<char32_t>>> decompositions;
+  std::vector<std::pair<char32_t, uint8_t>> classRuns; // from [0].first = 0: start and class
+  struct Composition {
+    char32_t first, second, composite;
+  };
+  std::vector<Composition> compositions; // canonical, but Hangul's; ascending by (first, second)
+};
+const NormalizationData &normalizationData(NormalForm form);
+uint8_t combiningClass(char32_t c);
 
 } // namespace needle::tokenizer

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "../needle_contract.h"
+#include "unicode.h"
 
 namespace needle_rt {
 
@@ -41,15 +42,6 @@ inline TokMerge tok_merge_key(int32_t left, int32_t right) {
                                                                                  << tok_max_rank_bits;
 }
 
-/// A normalizer step on the text between added tokens: every `from` becomes `to`, or, with
-/// from_length 0, `to` is put before a text that is not empty (Prepend).
-struct TokNormalize {
-  const uint8_t *from;
-  uint32_t from_length;
-  const uint8_t *to;
-  uint32_t to_length;
-};
-
 /// A vocabulary token by its bytes (its spelling in the vocabulary): id = -1 marks an empty slot.
 struct TokWord {
   int32_t id;
@@ -61,8 +53,12 @@ struct TokImageSplit {
   uint32_t run_starts, run_symbols, runs, ascii_symbols, symbols, invalid_symbol, end_symbol, next, accept_before,
       matches_only;
 };
+/// A normalizer step on the text between added tokens: Replace (every `from` becomes `to`),
+/// Prepend (`to` before a text that is not empty) or Unicode (NFC or NFKC, by its tables).
+enum : uint32_t { tok_step_replace, tok_step_prepend, tok_step_unicode };
 struct TokImageNormalize {
-  uint32_t from, from_length, to, to_length;
+  uint32_t kind, from, from_length, to, to_length;
+  uint32_t unicode; // Unicode: the offset of its TokImageUnicode
 };
 
 /// The tables as one read-only image (docs/tokenizer.md, "The image"): this header, then every
@@ -70,8 +66,9 @@ struct TokImageNormalize {
 /// of TokTables holds that array's offset (words: 0 when there are none); the others are TokTables'.
 struct TokImage {
   int32_t ids;
-  uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, blob, token_offsets, byte_ids, splits,
-      split_count, merges, merge_mask, merged_ids, words, word_mask, spelling, spelling_offsets, ignore_merges;
+  uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, points_growth, points_extra, blob,
+      token_offsets, byte_ids, splits, split_count, merges, merge_mask, merged_ids, words, word_mask, spelling,
+      spelling_offsets, ignore_merges;
   int32_t unk_id;
   uint32_t fuse_unk, added, added_special, added_first, prefix_ids, prefix_count, suffix_ids, suffix_count,
       strip_leading;
@@ -84,7 +81,9 @@ struct TokTables {
   const TokImageNormalize *normalizer;
   uint32_t normalizer_steps;
   uint32_t growth, growth_extra; // a normalized text is at most growth * length + growth_extra bytes
-  const uint8_t *blob;           // every id's bytes in a text, by token_offsets
+  uint32_t points_growth,
+      points_extra;    // a Unicode step decomposes into at most points_growth * length + points_extra code points
+  const uint8_t *blob; // every id's bytes in a text, by token_offsets
   const uint32_t *token_offsets; // [ids + 1]
   const int32_t *byte_ids;       // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
   const TokImageSplit *splits;
@@ -113,11 +112,6 @@ struct TokTables {
 
 enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
 
-/// Array `offset` of the image.
-template <typename T> inline const T *tok_array(const uint8_t *image, uint32_t offset) {
-  return reinterpret_cast<const T *>(image + offset);
-}
-
 /// The tables of an image (8-byte aligned) that needlec built.
 inline TokTables tok_tables(const uint8_t *image) {
   const TokImage &h = *tok_array<TokImage>(image, 0);
@@ -128,6 +122,8 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.normalizer_steps,
                    h.growth,
                    h.growth_extra,
+                   h.points_growth,
+                   h.points_extra,
                    image + h.blob,
                    tok_array<uint32_t>(image, h.token_offsets),
                    tok_array<int32_t>(image, h.byte_ids),
@@ -181,30 +177,6 @@ inline uint32_t tok_hash_pair(int32_t left, int32_t right) {
   return (static_cast<uint32_t>(left) * 0x9E3779B1u) ^ (static_cast<uint32_t>(right) * 0x85EBCA77u);
 }
 
-/// The length of the valid UTF-8 sequence at text[i] and its code point, or 0 (an invalid byte):
-/// the rule of c-interface.md (no overlongs, surrogates or code points past U+10FFFF).
-inline size_t tok_sequence(const uint8_t *text, size_t length, size_t i, uint32_t *c) {
-  const uint8_t lead = text[i];
-  const size_t n = lead < 0x80                   ? 1
-                   : lead >= 0xC2 && lead < 0xE0 ? 2
-                   : lead >= 0xE0 && lead < 0xF0 ? 3
-                   : lead >= 0xF0 && lead < 0xF5 ? 4
-                                                 : 0;
-  if (n == 0 || i + n > length)
-    return 0;
-  uint32_t value = n == 1 ? lead : lead & (0x7Fu >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((text[i + k] & 0xC0) != 0x80)
-      return 0;
-    value = value << 6 | (text[i + k] & 0x3Fu);
-  }
-  if ((n == 3 && value < 0x800) || (n == 4 && value < 0x10000) || value > 0x10FFFF ||
-      (value >= 0xD800 && value <= 0xDFFF))
-    return 0;
-  *c = value;
-  return n;
-}
-
 /// The symbol of the character at text[i] and its length in bytes.
 inline uint32_t tok_symbol(const TokSplit &split, const uint8_t *text, size_t length, size_t i, size_t *bytes) {
   if (text[i] < 0x80) { // most text: one table lookup
@@ -217,15 +189,7 @@ inline uint32_t tok_symbol(const TokSplit &split, const uint8_t *text, size_t le
     *bytes = 1;
     return split.invalid_symbol;
   }
-  uint32_t low = 0, high = split.runs; // the last run starting at or before c
-  while (high - low > 1) {
-    const uint32_t mid = low + (high - low) / 2;
-    if (split.run_starts[mid] <= c)
-      low = mid;
-    else
-      high = mid;
-  }
-  return split.run_symbols[low];
+  return split.run_symbols[tok_count_at_or_below(split.run_starts, split.runs, c) - 1];
 }
 
 /// The end of the leftmost-first match starting at `start`, or `start` when none.
@@ -442,40 +406,70 @@ inline int32_t tok_added_at(const TokTables &t, const uint8_t *text, size_t leng
 inline size_t tok_normalized_bound(const TokTables &t, size_t length) { return t.growth * length + t.growth_extra; }
 
 /// The scratch tok_encode needs for `length` bytes of text: two buffers for the normalizer's
-/// steps, then BPE's symbols and candidates. SIZE_MAX for a text tok_encode refuses: one whose
-/// normalized bound passes INT32_MAX bytes (BPE's positions are int32_t), or whose scratch
-/// size does not fit a size_t (a 32-bit target's).
+/// steps, the code points of a Unicode step (twice: sorting merges through a copy), then BPE's
+/// symbols and candidates. SIZE_MAX for a text tok_encode refuses: one whose normalized bound
+/// passes INT32_MAX bytes (BPE's positions are int32_t), or whose scratch size does not fit a
+/// size_t (a 32-bit target's).
 inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
   const uint64_t limit = 0x7FFFFFFF;
   if (length > (limit - t.growth_extra) / t.growth)
     return SIZE_MAX;
   const uint64_t normalized = uint64_t(t.growth) * length + t.growth_extra;
-  const uint64_t bytes = (t.normalizer_steps ? 2 * normalized : 0) + kTokScratchPerByte * normalized + 32;
+  const uint64_t points = uint64_t(t.points_growth) * length + t.points_extra;
+  const uint64_t bytes =
+      (t.normalizer_steps ? 2 * normalized : 0) + 2 * sizeof(uint32_t) * points + kTokScratchPerByte * normalized + 48;
   return bytes > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(bytes);
+}
+
+/// `p` rounded up to a multiple of `align` (a power of two).
+inline uint8_t *tok_align(uint8_t *p, uintptr_t align) {
+  return reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(p) + align - 1) & ~(align - 1));
+}
+
+/// Where one text's work goes in the caller's scratch (tok_encode_scratch_size's layout).
+struct TokWork {
+  uint8_t *buffers[2];     // the normalizer's steps write to each in turn
+  uint32_t *points, *temp; // a Unicode step's code points
+  uint8_t *bpe;
+};
+
+/// The layout for `length` bytes of text, in scratch of tok_encode_scratch_size(t, length) bytes.
+inline TokWork tok_work(const TokTables &t, uint8_t *scratch, size_t length) {
+  const size_t bound = tok_normalized_bound(t, length);
+  TokWork w;
+  w.buffers[0] = scratch, w.buffers[1] = scratch + bound;
+  uint8_t *points = tok_align(scratch + (t.normalizer_steps ? 2 * bound : 0), 4);
+  const size_t count = size_t(t.points_growth) * length + t.points_extra;
+  w.points = reinterpret_cast<uint32_t *>(points);
+  w.temp = w.points + count;
+  w.bpe = tok_align(reinterpret_cast<uint8_t *>(w.temp + count), 16); // 4-byte fields
+  return w;
 }
 
 /// text[0, length) through the normalizer's steps, from one buffer into the other; returns the
 /// result (text itself when there are no steps) and its length in *result_length.
-inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, uint8_t *buffers[2],
+inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, const TokWork &w,
                                     size_t *result_length) {
   const uint8_t *in = text;
   for (uint32_t k = 0; k < t.normalizer_steps; ++k) {
-    const TokImageNormalize &image_step = t.normalizer[k];
-    const TokNormalize step{t.image + image_step.from, image_step.from_length, t.image + image_step.to,
-                            image_step.to_length};
-    uint8_t *out = buffers[k % 2];
+    const TokImageNormalize &step = t.normalizer[k];
+    const uint8_t *from = t.image + step.from, *to = t.image + step.to;
+    uint8_t *out = w.buffers[k % 2];
     size_t n = 0;
-    if (step.from_length == 0) { // Prepend, to a text that is not empty
+    if (step.kind == tok_step_unicode) {
+      n = tok_normalize_unicode(t.image, *tok_array<TokImageUnicode>(t.image, step.unicode), in, length, w.points,
+                                w.temp, out);
+    } else if (step.kind == tok_step_prepend) { // to a text that is not empty
       if (length) {
-        memcpy(out, step.to, step.to_length);
+        memcpy(out, to, step.to_length);
         n = step.to_length;
       }
       memcpy(out + n, in, length);
       n += length;
     } else {
       for (size_t i = 0; i < length;) {
-        if (length - i >= step.from_length && memcmp(in + i, step.from, step.from_length) == 0) {
-          memcpy(out + n, step.to, step.to_length);
+        if (length - i >= step.from_length && memcmp(in + i, from, step.from_length) == 0) {
+          memcpy(out + n, to, step.to_length);
           n += step.to_length;
           i += step.from_length;
         } else {
@@ -491,17 +485,12 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
 }
 
 /// One text between added tokens: normalized, split, merged.
-inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, uint8_t *scratch, size_t bound,
-                        TokOutput *out) {
+inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, const TokWork &w, TokOutput *out) {
   if (length == 0)
     return;
-  uint8_t *buffers[2] = {scratch, scratch + bound};
   size_t normalized_length = 0;
-  const uint8_t *normalized = tok_normalize(t, text, length, buffers, &normalized_length);
-  // BPE's symbols and candidates hold 4-byte fields: past the buffers, aligned.
-  uint8_t *bpe = scratch + (t.normalizer_steps ? 2 * bound : 0);
-  bpe = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(bpe) + 15) & ~uintptr_t(15));
-  tok_split(t, 0, normalized, 0, normalized_length, bpe, out);
+  const uint8_t *normalized = tok_normalize(t, text, length, w, &normalized_length);
+  tok_split(t, 0, normalized, 0, normalized_length, w.bpe, out);
 }
 
 /// Encodes text[0, length): the added tokens first, the rest normalized, split and merged
@@ -512,8 +501,7 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
   if ((!text && length) || !count || (!ids && cap) || !scratch || needed == SIZE_MAX || scratch_size < needed)
     return status_err_arg;
   const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
-  uint8_t *work = static_cast<uint8_t *>(scratch);
-  const size_t bound = tok_normalized_bound(t, length);
+  const TokWork work = tok_work(t, static_cast<uint8_t *>(scratch), length);
   TokOutput out{ids, cap, 0};
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.prefix_count; ++i)
@@ -526,11 +514,11 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
       ++at;
       continue;
     }
-    tok_segment(t, bytes + segment, at - segment, work, bound, &out);
+    tok_segment(t, bytes + segment, at - segment, work, &out);
     out.push(id);
     segment = at += token_length;
   }
-  tok_segment(t, bytes + segment, length - segment, work, bound, &out);
+  tok_segment(t, bytes + segment, length - segment, work, &out);
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.suffix_count; ++i)
       out.push(t.suffix_ids[i]);

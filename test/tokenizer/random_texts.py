@@ -2,7 +2,9 @@
 """Random texts for the tokenizer property test: COUNT JSON-string lines drawn, with SEED, from the
 classes that stress a pre-tokenizer and BPE: letters of several scripts in runs, digits, every
 kind of white space, punctuation, apostrophes before contraction letters in any case, emoji with
-skin tones and ZWJ sequences, combining marks, and the special tokens of the tested tokenizers.
+skin tones and ZWJ sequences, combining marks, what Unicode normalization reorders, composes or
+replaces (marks of several classes in any order, Hangul jamo, singletons, compatibility
+characters), and the special tokens of the tested tokenizers.
 
     random_texts.py SEED COUNT > texts.jsonl     (SEED "run": a new seed, written to stderr)
 
@@ -24,12 +26,15 @@ CONTRACTIONS = ["s", "t", "re", "ve", "m", "ll", "d"]
 EMOJI = ["\U0001F600", "\U0001F44D\U0001F3FD", "\U0001F468\u200d\U0001F469\u200d\U0001F467", "\u2764\ufe0f",
          "\U0001F1EB\U0001F1F7", "\U0001F3F3\ufe0f\u200d\U0001F308"]
 COMBINING = ["\u0301", "\u0308", "\u0303", "\u0327", "\u093f", "\u0651"]
+NORMALIZED = ["\u0301", "\u0327", "\u0323", "\u0334", "\u05b0", "\u093c", "\u0345", "\u1100", "\u1161", "\u11a8",
+              "\uac00", "\u2126", "\u212b", "\u0958", "\u0344", "\u0b47", "\u0b3e", "\ufb01", "\u00b2", "\uff21",
+              "\u2460", "\ufdfa", "e", "A"]
 SPECIAL = ["<|begin_of_text|>", "<|eot_id|>", "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<s>", "</s>",
            "<unk>"]
 
 
 def piece(r):
-    kind = r.randrange(9)
+    kind = r.randrange(10)
     if kind == 0:
         lo, hi = r.choice(SCRIPTS)
         return "".join(chr(r.randint(lo, hi)) for _ in range(r.randint(1, 8)))
@@ -48,6 +53,8 @@ def piece(r):
         return chr(r.randint(0x61, 0x7A)) + r.choice(COMBINING)
     if kind == 7:
         return r.choice(SPECIAL) if r.random() < 0.3 else " "
+    if kind == 9:
+        return "".join(r.choice(NORMALIZED) for _ in range(r.randint(1, 5)))
     return r.choice(["the", "The", "THE", " and", "ing", "tion", "Hello", "world"])
 
 
