@@ -216,7 +216,7 @@ void ReferenceTokenizer::encodeSegment(std::string_view text, std::vector<int32_
   for (const PreTokenizerStage &stage : stages_) {
     if (stage.prefixSpace)
       for (std::string &piece : pieces)
-        if (!piece.starts_with(' '))
+        if (!piece.empty() && !piece.starts_with(' ')) // as the Rust crate's prepend, never to an empty piece
           piece.insert(0, 1, ' ');
     if (!stage.split)
       continue;

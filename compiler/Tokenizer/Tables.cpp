@@ -27,14 +27,16 @@ bool isByteLevel(const TokenizerSpec &spec) {
                      [](const PreTokenizerStep &step) { return step.kind == PreTokenizerStep::Kind::ByteLevel; });
 }
 
-/// The byte-level family: NFC or NFKC at most, splits then ByteLevel, the ByteLevel decoder.
+/// The byte-level family: NFC or NFKC at most, splits then ByteLevel, the ByteLevel decoder;
+/// add_prefix_space only when ByteLevel comes first (the space then goes before each text
+/// between added tokens, not before each piece of a split).
 void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
   for (const NormalizerStep &step : spec.normalizer)
     if (step.kind != NormalizerStep::Kind::Nfc && step.kind != NormalizerStep::Kind::Nfkc)
       unsupported(source, "normalizer: Prepend or Replace in a byte-level tokenizer");
-  for (const PreTokenizerStep &step : spec.preTokenizer)
-    if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.addPrefixSpace)
-      unsupported(source, "pre_tokenizer: ByteLevel's add_prefix_space");
+  for (size_t i = 0; i < spec.preTokenizer.size(); ++i)
+    if (spec.preTokenizer[i].kind == PreTokenizerStep::Kind::ByteLevel && spec.preTokenizer[i].addPrefixSpace && i)
+      unsupported(source, "pre_tokenizer: ByteLevel's add_prefix_space after a Split");
   for (const DecoderStep &step : spec.decoder)
     if (step.kind != DecoderStep::Kind::ByteLevel)
       unsupported(source, "decoder: a step other than ByteLevel in a byte-level tokenizer");
@@ -178,6 +180,12 @@ void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
     }
     t.growth *= factor;
     t.growthExtra *= factor;
+  }
+  // ByteLevel's space, when it comes first, is a last step of the normalizer's (checkByteLevel).
+  if (!spec.preTokenizer.empty() && spec.preTokenizer[0].kind == PreTokenizerStep::Kind::ByteLevel &&
+      spec.preTokenizer[0].addPrefixSpace) {
+    t.normalizer.push_back({needle_rt::tok_step_prefix_space, "", " ", {}});
+    t.growthExtra += 1;
   }
 }
 

@@ -54,8 +54,10 @@ struct TokImageSplit {
       matches_only;
 };
 /// A normalizer step on the text between added tokens: Replace (every `from` becomes `to`),
-/// Prepend (`to` before a text that is not empty) or Unicode (NFC or NFKC, by its tables).
-enum : uint32_t { tok_step_replace, tok_step_prepend, tok_step_unicode };
+/// Prepend (`to` before a text that is not empty), Unicode (NFC or NFKC, by its tables), or
+/// PrefixSpace (ByteLevel's add_prefix_space: `to`, a space, before a text that is not empty and
+/// does not start with one).
+enum : uint32_t { tok_step_replace, tok_step_prepend, tok_step_unicode, tok_step_prefix_space };
 struct TokImageNormalize {
   uint32_t kind, from, from_length, to, to_length;
   uint32_t unicode; // Unicode: the offset of its TokImageUnicode
@@ -459,8 +461,8 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
     if (step.kind == tok_step_unicode) {
       n = tok_normalize_unicode(t.image, *tok_array<TokImageUnicode>(t.image, step.unicode), in, length, w.points,
                                 w.temp, out);
-    } else if (step.kind == tok_step_prepend) { // to a text that is not empty
-      if (length) {
+    } else if (step.kind == tok_step_prepend || step.kind == tok_step_prefix_space) {
+      if (length && (step.kind == tok_step_prepend || in[0] != ' ')) {
         memcpy(out, to, step.to_length);
         n = step.to_length;
       }
