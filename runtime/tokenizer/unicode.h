@@ -200,8 +200,8 @@ inline size_t tok_put_utf8(uint32_t p, uint8_t *out) {
 
 /// text[0, length) in the step's normal form into out; returns its length. points and temp
 /// hold the text's full decomposition (the tables bound its length).
-inline size_t tok_normalize_unicode(const uint8_t *image, const TokImageUnicode &u, const uint8_t *text,
-                                    size_t length, uint32_t *points, uint32_t *temp, uint8_t *out) {
+inline size_t tok_normalize_unicode(const uint8_t *image, const TokImageUnicode &u, const uint8_t *text, size_t length,
+                                    uint32_t *points, uint32_t *temp, uint8_t *out) {
   size_t n = 0, marks = 0; // marks: where the current run of non-starters began
   for (size_t i = 0; i < length;) {
     uint32_t c = text[i];

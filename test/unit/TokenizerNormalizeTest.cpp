@@ -21,10 +21,11 @@ namespace {
 /// A byte-level tokenizer whose normalizer is `form` ("NFC" or "NFKC").
 TokenizerSpec spec(const std::string &form) {
   return parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-    "normalizer": {"type": ")" + form + R"("}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
+    "normalizer": {"type": ")" + form +
+                                R"("}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false,
     "use_regex": false}, "post_processor": null, "decoder": {"type": "ByteLevel"},
-    "model": {"type": "BPE", "vocab": {)" + byteTokensJson() +
-                                R"("Ġa": 256}, "merges": ["Ġ a"]}})",
+    "model": {"type": "BPE", "vocab": {)" +
+                                byteTokensJson() + R"("Ġa": 256}, "merges": ["Ġ a"]}})",
                             "tok.json");
 }
 
@@ -52,7 +53,8 @@ TEST_P(Normalize, EveryCodePointAsIcuDoes) {
     for (char32_t c = first; c < first + 4096; ++c)
       if (c < 0xD800 || c > 0xDFFF)
         appendUtf8(text, c);
-    ASSERT_TRUE(runtimeNormalize(view, text) == normalizeText(text, form())) << "from U+" << std::hex << uint32_t(first);
+    ASSERT_TRUE(runtimeNormalize(view, text) == normalizeText(text, form()))
+        << "from U+" << std::hex << uint32_t(first);
   }
 }
 
@@ -62,10 +64,11 @@ TEST_P(Normalize, RandomTextsAsIcuDoes) {
   // U+0344), a starter pair that composes (U+0B47 U+0B3E), compatibility characters (ﬁ, ²,
   // full-width A, ①, U+FDFA); and bytes no UTF-8 sequence begins with or completes.
   const std::vector<std::string> pool = {
-      "a", "e", "o", "A", "u", "\u0301", "\u0300", "\u0308", "\u0327", "\u0323", "\u0334", "\u093c", "\u094d",
-      "\u05b0", "\u031b", "\u0345", "\u035c", "\u0315", "\u1100", "\u1161", "\u11a8", "\u1112", "\u1175", "\u11c2",
-      "\uac00", "\uac01", "\ud7a3", "\u2126", "\u212b", "\u0958", "\u0344", "\u0b47", "\u0b3e", "\u0915", "\ufb01",
-      "\u00b2", "\uff21", "\u2460", "\ufdfa", "\u00c5", "\u1e9b", "\u1ea5", "\u03d3", " ", "\xff", "\xe2\x82", "\x80"};
+      "a",      "e",      "o",      "A",      "u",      "\u0301",   "\u0300", "\u0308", "\u0327", "\u0323",
+      "\u0334", "\u093c", "\u094d", "\u05b0", "\u031b", "\u0345",   "\u035c", "\u0315", "\u1100", "\u1161",
+      "\u11a8", "\u1112", "\u1175", "\u11c2", "\uac00", "\uac01",   "\ud7a3", "\u2126", "\u212b", "\u0958",
+      "\u0344", "\u0b47", "\u0b3e", "\u0915", "\ufb01", "\u00b2",   "\uff21", "\u2460", "\ufdfa", "\u00c5",
+      "\u1e9b", "\u1ea5", "\u03d3", " ",      "\xff",   "\xe2\x82", "\x80"};
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
   for (int i = 0; i < 20000; ++i) {
