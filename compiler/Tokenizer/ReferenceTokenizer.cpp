@@ -126,8 +126,15 @@ std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<s
       out.push_back(encodeUtf8(points, begin, end));
     }
     return out;
-  case DecoderStep::Kind::Metaspace:
-    break;
+  case DecoderStep::Kind::Metaspace: // the oracle's rule: the first token loses a leading space
+    for (std::string token : chain) {
+      for (size_t at = token.find(step.replacement); at != std::string::npos; at = token.find(step.replacement, at + 1))
+        token.replace(at, step.replacement.size(), " ");
+      if (out.empty() && token.starts_with(' '))
+        token.erase(0, 1);
+      out.push_back(std::move(token));
+    }
+    return out;
   }
   fail("internal: a decoder step the reference tokenizer does not know");
 }
@@ -143,15 +150,19 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
     const std::string where = fmt::format("{}: pre_tokenizer step {}", source, i);
     switch (step.kind) {
     case PreTokenizerStep::Kind::Split:
-      stages_.push_back({false, Regex(step.pattern, where), step.matchesOnly});
+      stages_.push_back({"", "", false, Regex(step.pattern, where), step.matchesOnly});
       break;
     case PreTokenizerStep::Kind::ByteLevel: // its bytes are spelled in the alphabet by encodeSegment
-      stages_.push_back(
-          {step.addPrefixSpace, step.useRegex ? std::optional(Regex(kByteLevelPattern, where)) : std::nullopt, false});
+      stages_.push_back({"", step.addPrefixSpace ? " " : "", false,
+                         step.useRegex ? std::optional(Regex(kByteLevelPattern, where)) : std::nullopt, false});
       byteLevel_ = true;
       break;
-    case PreTokenizerStep::Kind::Metaspace:
-      unsupported("the Metaspace pre-tokenizer");
+    case PreTokenizerStep::Kind::Metaspace: // "first": the piece at offset 0, the first piece of the first text
+      if (i > 0)
+        unsupported("the Metaspace pre-tokenizer after another step");
+      stages_.push_back(
+          {step.replacement, step.prependScheme == "never" ? "" : step.replacement, step.prependScheme == "first",
+           step.split ? std::optional(Regex(metaspaceSplitPattern(step.replacement), where)) : std::nullopt, false});
     }
   }
   for (const AddedToken &token : spec_.added)
@@ -159,9 +170,6 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
       unsupported(fmt::format("added token \"{}\" with lstrip, rstrip, single_word or normalized", token.content));
   if (spec_.decoder.empty())
     unsupported("a tokenizer without a decoder");
-  for (const DecoderStep &step : spec_.decoder)
-    if (step.kind == DecoderStep::Kind::Metaspace)
-      unsupported("the Metaspace decoder");
   tokens_ = spec_.model.vocab;
   tokens_.resize(static_cast<size_t>(spec_.idCount()));
   for (const AddedToken &token : spec_.added)
@@ -197,27 +205,34 @@ std::vector<int32_t> ReferenceTokenizer::encode(std::string_view text, bool addS
       ++at;
       continue;
     }
-    encodeSegment(text.substr(segment, at - segment), ids);
+    encodeSegment(text.substr(segment, at - segment), segment == 0, ids);
     ids.push_back(best->id);
     at += best->content.size();
     segment = at;
   }
-  encodeSegment(text.substr(segment), ids);
+  encodeSegment(text.substr(segment), segment == 0, ids);
   if (addSpecial)
     ids.insert(ids.end(), spec_.suffixIds.begin(), spec_.suffixIds.end());
   return ids;
 }
 
-void ReferenceTokenizer::encodeSegment(std::string_view text, std::vector<int32_t> &ids) const {
+void ReferenceTokenizer::encodeSegment(std::string_view text, bool atStart, std::vector<int32_t> &ids) const {
   if (text.empty())
     return;
   const std::string normalized = normalize(spec_.normalizer, std::string(text));
   std::vector<std::string> pieces = {normalized};
   for (const PreTokenizerStage &stage : stages_) {
-    if (stage.prefixSpace)
-      for (std::string &piece : pieces)
-        if (!piece.empty() && !piece.starts_with(' ')) // as the Rust crate's prepend, never to an empty piece
-          piece.insert(0, 1, ' ');
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      std::string &piece = pieces[i];
+      if (!stage.replaceSpaces.empty())
+        for (size_t at = piece.find(' '); at != std::string::npos;
+             at = piece.find(' ', at + stage.replaceSpaces.size()))
+          piece.replace(at, 1, stage.replaceSpaces);
+      // As the Rust crate's prepend, never to an empty piece.
+      if (!stage.prefix.empty() && !piece.empty() && !piece.starts_with(stage.prefix) &&
+          (!stage.prefixAtStartOnly || (atStart && i == 0)))
+        piece.insert(0, stage.prefix);
+    }
     if (!stage.split)
       continue;
     std::vector<std::string> next;

@@ -33,18 +33,21 @@ public:
   const TokenizerSpec &spec() const { return spec_; }
 
 private:
-  /// The ids of a text between added tokens.
-  void encodeSegment(std::string_view text, std::vector<int32_t> &ids) const;
+  /// The ids of a text between added tokens (`atStart`: it begins what is encoded).
+  void encodeSegment(std::string_view text, bool atStart, std::vector<int32_t> &ids) const;
   /// BPE on one pre-token, spelled in the vocabulary's alphabet.
   void encodeWord(std::string_view word, std::vector<int32_t> &ids) const;
 
   TokenizerSpec spec_;
   std::unordered_map<std::string, int32_t> ids_;
   std::map<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>> merges_; // pair -> (rank, merged id)
-  /// A pre-tokenizer step as the encoder runs it: a space put before each piece that lacks one
-  /// (ByteLevel's add_prefix_space), then a split of each piece.
+  /// A pre-tokenizer step as the encoder runs it on each piece: its spaces replaced (Metaspace),
+  /// a prefix put before it unless it starts with one (ByteLevel's add_prefix_space: a space;
+  /// Metaspace's prepend scheme: the replacement, "first" only at the start of the text), then
+  /// a split.
   struct PreTokenizerStage {
-    bool prefixSpace = false;
+    std::string replaceSpaces, prefix;
+    bool prefixAtStartOnly = false;
     std::optional<Regex> split;
     bool matchesOnly = false; // drop the text between matches
   };

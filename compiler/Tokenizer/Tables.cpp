@@ -44,12 +44,17 @@ void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
     unsupported(source, "model: byte_fallback or unk_token in a byte-level tokenizer");
 }
 
-/// The SentencePiece-style family: any normalizer steps, no pre-tokenizer; the decoder's
-/// Replace steps and ByteFallback, Fuse, then at most a Strip of leading spaces; a character no
-/// token spells has its byte tokens or the unknown token.
+/// The SentencePiece-style family: any normalizer steps, no pre-tokenizer or one Metaspace; the
+/// decoder's Replace steps and ByteFallback, Fuse, then at most a Strip of leading spaces, or a
+/// Metaspace decoder alone; a character no token spells has its byte tokens or the unknown token.
 void checkSentencePiece(const TokenizerSpec &spec, const std::string &source) {
-  if (!spec.preTokenizer.empty())
-    unsupported(source, "pre_tokenizer: a pre-tokenizer in a SentencePiece-style tokenizer");
+  if (spec.preTokenizer.size() > 1 ||
+      (spec.preTokenizer.size() == 1 && spec.preTokenizer[0].kind != PreTokenizerStep::Kind::Metaspace))
+    unsupported(source, "pre_tokenizer: a pre-tokenizer other than one Metaspace in a SentencePiece-style tokenizer");
+  if (!spec.model.unk && !spec.model.byteFallback)
+    unsupported(source, "model: a tokenizer with neither unk_token nor byte_fallback");
+  if (spec.decoder.size() == 1 && spec.decoder[0].kind == DecoderStep::Kind::Metaspace)
+    return;
   bool fused = false;
   for (size_t i = 0; i < spec.decoder.size(); ++i) {
     const DecoderStep &step = spec.decoder[i];
@@ -60,8 +65,6 @@ void checkSentencePiece(const TokenizerSpec &spec, const std::string &source) {
       unsupported(source, fmt::format("decoder: step {} in this order", i));
     fused |= step.kind == DecoderStep::Kind::Fuse;
   }
-  if (!spec.model.unk && !spec.model.byteFallback)
-    unsupported(source, "model: a tokenizer with neither unk_token nor byte_fallback");
 }
 
 /// The bytes a byte-level vocabulary token stands for: each alphabet character's byte.
@@ -76,15 +79,21 @@ std::string byteLevelBytes(const std::string &token) {
   return out;
 }
 
-/// A SentencePiece-style token's bytes in a text: the decoder's Replace steps applied to it,
-/// then a "<0xXX>" token its byte (the decoder's ByteFallback).
+/// A SentencePiece-style token's bytes in a text: the decoder's Replace steps applied to it (a
+/// Metaspace decoder's replacement becomes a space), then, with a ByteFallback step, a "<0xXX>"
+/// token its byte.
 std::string sentencePieceBytes(std::string token, const std::vector<DecoderStep> &decoder) {
-  for (const DecoderStep &step : decoder)
-    if (step.kind == DecoderStep::Kind::Replace && !step.text.empty())
-      for (size_t at = token.find(step.text); at != std::string::npos;
-           at = token.find(step.text, at + step.replacement.size()))
-        token.replace(at, step.text.size(), step.replacement);
-  const int byte = fallbackByte(token);
+  bool byteFallback = false;
+  for (const DecoderStep &step : decoder) {
+    byteFallback |= step.kind == DecoderStep::Kind::ByteFallback;
+    const bool replaces = step.kind == DecoderStep::Kind::Replace || step.kind == DecoderStep::Kind::Metaspace;
+    const std::string &from = step.kind == DecoderStep::Kind::Replace ? step.text : step.replacement;
+    const std::string to = step.kind == DecoderStep::Kind::Replace ? step.replacement : " ";
+    if (replaces && !from.empty())
+      for (size_t at = token.find(from); at != std::string::npos; at = token.find(from, at + to.size()))
+        token.replace(at, from.size(), to);
+  }
+  const int byte = byteFallback ? fallbackByte(token) : -1;
   return byte < 0 ? token : std::string(1, static_cast<char>(byte));
 }
 
@@ -119,6 +128,17 @@ void concatenate(const std::vector<std::string> &tokens, std::vector<uint8_t> &b
 }
 
 uint32_t ceilDiv(size_t a, size_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
+
+/// Grows the bound by what a Replace, or a step that puts text before, can add.
+void growBound(TokenizerTables &t, const TokenizerTables::Normalize &step) {
+  if (step.kind != needle_rt::tok_step_replace) {
+    t.growthExtra += static_cast<uint32_t>(step.to.size());
+    return;
+  }
+  const uint32_t factor = std::max<uint32_t>(1, ceilDiv(step.to.size(), step.from.size()));
+  t.growth *= factor;
+  t.growthExtra *= factor;
+}
 
 size_t utf8Length(char32_t c) {
   std::string bytes;
@@ -160,32 +180,49 @@ TokenizerTables::Unicode unicodeTables(NormalForm form, uint32_t &growth, uint32
   return u;
 }
 
-/// The normalizer's steps and the bound of the text they make.
+/// What the first pre-tokenizer step does to a whole text between added tokens, as normalizer
+/// steps: ByteLevel's add_prefix_space (checkByteLevel: only when ByteLevel comes first), or a
+/// Metaspace's spaces replaced and its replacement put before by its prepend scheme.
+std::vector<TokenizerTables::Normalize> preTokenizerSteps(const TokenizerSpec &spec) {
+  if (spec.preTokenizer.empty())
+    return {};
+  const PreTokenizerStep &first = spec.preTokenizer[0];
+  if (first.kind == PreTokenizerStep::Kind::ByteLevel && first.addPrefixSpace)
+    return {{needle_rt::tok_step_prefix, "", " ", {}}};
+  if (first.kind != PreTokenizerStep::Kind::Metaspace)
+    return {};
+  std::vector<TokenizerTables::Normalize> steps = {{needle_rt::tok_step_replace, " ", first.replacement, {}}};
+  if (first.prependScheme != "never")
+    steps.push_back({first.prependScheme == "first" ? needle_rt::tok_step_prefix_first : needle_rt::tok_step_prefix,
+                     "",
+                     first.replacement,
+                     {}});
+  return steps;
+}
+
+/// The normalizer's steps (the file's, then preTokenizerSteps) and the bound of the text they make.
 void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
   for (const NormalizerStep &step : spec.normalizer) {
-    uint32_t factor = 1;
     if (step.kind == NormalizerStep::Kind::Prepend) {
       t.normalizer.push_back({needle_rt::tok_step_prepend, "", step.text, {}});
-      t.growthExtra += static_cast<uint32_t>(step.text.size());
     } else if (step.kind == NormalizerStep::Kind::Replace) {
       t.normalizer.push_back({needle_rt::tok_step_replace, step.text, step.replacement, {}});
-      factor = std::max<uint32_t>(1, ceilDiv(step.replacement.size(), step.text.size()));
     } else {
-      uint32_t points = 0;
+      uint32_t factor = 1, points = 0;
       const NormalForm form = step.kind == NormalizerStep::Kind::Nfc ? NormalForm::Nfc : NormalForm::Nfkc;
       t.normalizer.push_back({needle_rt::tok_step_unicode, "", "", unicodeTables(form, factor, points)});
       // Its input is at most the bound so far, each byte at most `points` code points.
       t.pointsGrowth = std::max(t.pointsGrowth, points * t.growth);
       t.pointsExtra = std::max(t.pointsExtra, points * t.growthExtra);
+      t.growth *= factor;
+      t.growthExtra *= factor;
+      continue;
     }
-    t.growth *= factor;
-    t.growthExtra *= factor;
+    growBound(t, t.normalizer.back());
   }
-  // ByteLevel's space, when it comes first, is a last step of the normalizer's (checkByteLevel).
-  if (!spec.preTokenizer.empty() && spec.preTokenizer[0].kind == PreTokenizerStep::Kind::ByteLevel &&
-      spec.preTokenizer[0].addPrefixSpace) {
-    t.normalizer.push_back({needle_rt::tok_step_prefix_space, "", " ", {}});
-    t.growthExtra += 1;
+  for (const TokenizerTables::Normalize &step : preTokenizerSteps(spec)) {
+    t.normalizer.push_back(step);
+    growBound(t, step);
   }
 }
 
@@ -395,6 +432,8 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
       t.splits.push_back(splitTables(step.pattern, step.matchesOnly, where));
     else if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.useRegex)
       t.splits.push_back(splitTables(kByteLevelPattern, false, where));
+    else if (step.kind == PreTokenizerStep::Kind::Metaspace && step.split)
+      t.splits.push_back(splitTables(metaspaceSplitPattern(step.replacement), false, where));
   }
   fillMerges(t, spec.model, source);
   t.ignoreMerges = spec.model.ignoreMerges;
@@ -408,6 +447,8 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
   for (const DecoderStep &step : spec.decoder)
     if (step.kind == DecoderStep::Kind::Strip)
       t.stripLeading = static_cast<uint32_t>(step.start);
+    else if (step.kind == DecoderStep::Kind::Metaspace) // the first token's leading space (docs/tokenizer.md)
+      t.stripLeading = 1;
   return t;
 }
 

@@ -4,6 +4,7 @@
 #include "Support/Files.h"
 #include "Support/Json.h"
 #include "Tokenizer/Regex.h"
+#include "Tokenizer/Unicode.h"
 
 #include <algorithm>
 #include <cctype>
@@ -135,7 +136,10 @@ std::pair<std::string, std::string> readMetaspace(const Node &step) {
   std::string prependScheme = scheme.isNull() ? (prefixSpace ? "always" : "never") : scheme.string();
   if (prependScheme != "always" && prependScheme != "first" && prependScheme != "never")
     scheme.fail("\"{}\" is not always, first or never", prependScheme);
-  return {step.member("replacement").string(), std::move(prependScheme)};
+  const Node replacement = step.member("replacement");
+  if (decodeUtf8(replacement.string()).size() != 1)
+    replacement.fail("\"{}\" is not one character", replacement.string());
+  return {replacement.string(), std::move(prependScheme)};
 }
 
 void readPreTokenizer(const Node &node, TokenizerSpec &spec) {
@@ -367,6 +371,13 @@ int64_t TokenizerSpec::idCount() const {
   for (const AddedToken &token : added)
     count = std::max<int64_t>(count, int64_t(token.id) + 1);
   return count;
+}
+
+std::string metaspaceSplitPattern(const std::string &replacement) {
+  std::string code;
+  for (char32_t c : decodeUtf8(replacement))
+    code += fmt::format("\\x{{{:X}}}", static_cast<uint32_t>(c));
+  return fmt::format("{0}[^{0}]*|[^{0}]+", code);
 }
 
 int fallbackByte(const std::string &token) {

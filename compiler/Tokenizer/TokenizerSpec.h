@@ -44,6 +44,10 @@ struct PreTokenizerStep {
 inline constexpr const char *kByteLevelPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+/// The pattern a Metaspace pre-tokenizer with split splits by: each piece starts at a
+/// `replacement` (the Rust crate's MergedWithNext), so the text before the first one is a piece.
+std::string metaspaceSplitPattern(const std::string &replacement);
+
 /// The byte a byte_fallback token ("<0xXX>") stands for, or -1.
 int fallbackByte(const std::string &token);
 

@@ -54,10 +54,11 @@ struct TokImageSplit {
       matches_only;
 };
 /// A normalizer step on the text between added tokens: Replace (every `from` becomes `to`),
-/// Prepend (`to` before a text that is not empty), Unicode (NFC or NFKC, by its tables), or
-/// PrefixSpace (ByteLevel's add_prefix_space: `to`, a space, before a text that is not empty and
-/// does not start with one).
-enum : uint32_t { tok_step_replace, tok_step_prepend, tok_step_unicode, tok_step_prefix_space };
+/// Prepend (`to` before a text that is not empty), Unicode (NFC or NFKC, by its tables), Prefix
+/// (`to` before a text that is not empty and does not start with it: ByteLevel's
+/// add_prefix_space, Metaspace's "always"), or PrefixFirst (the same, only for a text at the
+/// start of what is encoded: Metaspace's "first").
+enum : uint32_t { tok_step_replace, tok_step_prepend, tok_step_unicode, tok_step_prefix, tok_step_prefix_first };
 struct TokImageNormalize {
   uint32_t kind, from, from_length, to, to_length;
   uint32_t unicode; // Unicode: the offset of its TokImageUnicode
@@ -448,10 +449,19 @@ inline TokWork tok_work(const TokTables &t, uint8_t *scratch, size_t length) {
   return w;
 }
 
+/// Whether a Prepend, Prefix or PrefixFirst step puts its text before `in` (`at_start`: `in`
+/// begins what is encoded).
+inline bool tok_prefixes(const TokImageNormalize &step, const uint8_t *to, const uint8_t *in, size_t length,
+                         bool at_start) {
+  if (length == 0 || (step.kind == tok_step_prefix_first && !at_start))
+    return false;
+  return step.kind == tok_step_prepend || length < step.to_length || memcmp(in, to, step.to_length) != 0;
+}
+
 /// text[0, length) through the normalizer's steps, from one buffer into the other; returns the
 /// result (text itself when there are no steps) and its length in *result_length.
-inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, const TokWork &w,
-                                    size_t *result_length) {
+inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, bool at_start,
+                                    const TokWork &w, size_t *result_length) {
   const uint8_t *in = text;
   for (uint32_t k = 0; k < t.normalizer_steps; ++k) {
     const TokImageNormalize &step = t.normalizer[k];
@@ -461,8 +471,8 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
     if (step.kind == tok_step_unicode) {
       n = tok_normalize_unicode(t.image, *tok_array<TokImageUnicode>(t.image, step.unicode), in, length, w.points,
                                 w.temp, out);
-    } else if (step.kind == tok_step_prepend || step.kind == tok_step_prefix_space) {
-      if (length && (step.kind == tok_step_prepend || in[0] != ' ')) {
+    } else if (step.kind != tok_step_replace) { // Prepend, Prefix, PrefixFirst
+      if (tok_prefixes(step, to, in, length, at_start)) {
         memcpy(out, to, step.to_length);
         n = step.to_length;
       }
@@ -486,12 +496,13 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
   return in;
 }
 
-/// One text between added tokens: normalized, split, merged.
-inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, const TokWork &w, TokOutput *out) {
+/// One text between added tokens (`at_start`: the first of what is encoded): normalized, split, merged.
+inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, bool at_start, const TokWork &w,
+                        TokOutput *out) {
   if (length == 0)
     return;
   size_t normalized_length = 0;
-  const uint8_t *normalized = tok_normalize(t, text, length, w, &normalized_length);
+  const uint8_t *normalized = tok_normalize(t, text, length, at_start, w, &normalized_length);
   tok_split(t, 0, normalized, 0, normalized_length, w.bpe, out);
 }
 
@@ -516,11 +527,11 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
       ++at;
       continue;
     }
-    tok_segment(t, bytes + segment, at - segment, work, &out);
+    tok_segment(t, bytes + segment, at - segment, segment == 0, work, &out);
     out.push(id);
     segment = at += token_length;
   }
-  tok_segment(t, bytes + segment, length - segment, work, &out);
+  tok_segment(t, bytes + segment, length - segment, segment == 0, work, &out);
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.suffix_count; ++i)
       out.push(t.suffix_ids[i]);

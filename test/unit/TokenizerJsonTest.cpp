@@ -111,6 +111,9 @@ TEST(TokenizerJson, MetaspaceReadsItsSchemeOrTheOlderAddPrefixSpace) {
   EXPECT_FALSE(older.preTokenizer[0].split);
   EXPECT_EQ(errorOf(metaspace("null", R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "twice"})")),
             "tok.json: decoder.prepend_scheme: \"twice\" is not always, first or never");
+  EXPECT_EQ(
+      errorOf(metaspace(R"({"type": "Metaspace", "replacement": "▁▁", "prepend_scheme": "first"})", "null")),
+      R"(tok.json: pre_tokenizer.replacement: "\xe2\x96\x81\xe2\x96\x81" is not one character)"); // one line, escaped
 }
 
 TEST(TokenizerJson, UnsupportedPartsAreNamedByTheirJsonPath) {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace needle::tokenizer {
@@ -31,6 +32,8 @@ TokenizerSpec spec() {
                                 vocab + R"("aa": 256, "aaaa": 257, "Ġa": 258}, "merges": ["a a", "aa aa", "Ġ a"]}})",
                             "tok.json");
 }
+
+using Ids = std::vector<int32_t>;
 
 struct Runtime {
   TokenizerTables tables = buildTokenizerTables(spec(), "tok.json");
@@ -62,6 +65,32 @@ TEST(TokenizerRuntime, EncodesAsTheReferenceDoes) {
   EXPECT_EQ(runtime.encode(word), std::vector<int32_t>(50000, 257));
 }
 
+/// The runtime's ids for `text`, special tokens matched.
+std::vector<int32_t> encodeWith(const needle_rt::TokTables &view, const std::string &text) {
+  std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view, text.size()));
+  std::vector<int32_t> ids(64);
+  size_t count = 0;
+  EXPECT_EQ(needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
+                                  scratch.size(), ids.data(), ids.size(), &count),
+            needle_rt::status_ok);
+  ids.resize(std::min(count, ids.size()));
+  return ids;
+}
+
+/// The runtime's streaming decoder's text for `ids`, one at a time.
+std::string decodeWith(const needle_rt::TokTables &view, const Ids &ids) {
+  needle_rt::TokDecoder decoder;
+  needle_rt::tok_decoder_init(view, &decoder);
+  std::string text;
+  for (int32_t id : ids) {
+    char out[16];
+    size_t length = 0;
+    EXPECT_EQ(needle_rt::tok_decode_next(view, &decoder, id, out, sizeof out, &length), needle_rt::status_ok);
+    text.append(out, length);
+  }
+  return text;
+}
+
 TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
   // Prepend and Replace normalizers; a byte fallback that covers only "A", so other unknown
   // characters become <unk>, one for a run (fuse_unk); the decoder strips one leading space.
@@ -79,27 +108,53 @@ TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
   TokenizerTables tables = buildTokenizerTables(spec, "tok.json");
   const needle_rt::TokTables view = tables.view();
   const ReferenceTokenizer reference(spec, "tok.json");
-  for (const std::string text : {"a a", "A bcd a", "<s>a", "", "  a\xff"}) {
-    std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view, text.size()));
-    std::vector<int32_t> ids(64);
-    size_t count = 0;
-    ASSERT_EQ(needle_rt::tok_encode(view, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
-                                    scratch.size(), ids.data(), ids.size(), &count),
-              needle_rt::status_ok);
-    ids.resize(count);
-    EXPECT_EQ(ids, reference.encode(text)) << text;
-  }
-  needle_rt::TokDecoder decoder;
-  needle_rt::tok_decoder_init(view, &decoder);
-  std::string text;
-  for (int32_t id : {5, 3, 2, 1, 5}) {
-    char out[16];
-    size_t length = 0;
-    ASSERT_EQ(needle_rt::tok_decode_next(view, &decoder, id, out, sizeof out, &length), needle_rt::status_ok);
-    text.append(out, length);
-  }
+  for (const std::string text : {"a a", "A bcd a", "<s>a", "", "  a\xff"})
+    EXPECT_EQ(encodeWith(view, text), reference.encode(text)) << text;
+  const std::string text = decodeWith(view, {5, 3, 2, 1, 5});
   EXPECT_EQ(text, reference.decode({5, 3, 2, 1, 5}));
   EXPECT_EQ(text, "a A<unk> a");
+}
+
+/// A SentencePiece-style tokenizer with a Metaspace pre-tokenizer of `scheme` and `split`:
+/// "<s>" 0, "<unk>" 1, "▁" 2, "a" 3, "b" 4, "▁a" 5, "▁▁" 6, "▁b" 7; "▁ ▁" merges first.
+TokenizerSpec metaspace(const std::string &scheme, bool split) {
+  return parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 0, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                      "normalized": false, "special": true}],
+    "normalizer": null, "post_processor": null,
+    "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": ")" +
+                                scheme + R"(", "split": )" + (split ? "true" : "false") + R"(},
+    "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+    "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": false,
+              "vocab": {"<s>": 0, "<unk>": 1, "▁": 2, "a": 3, "b": 4, "▁a": 5, "▁▁": 6, "▁b": 7},
+              "merges": ["▁ ▁", "▁ a", "▁ b"]}})",
+                            "tok.json");
+}
+
+TEST(TokenizerRuntime, MetaspaceAsTheRustCrateHasIt) {
+  // The oracle (@huggingface/tokenizers) ignores `split`; the Rust crate splits before each
+  // replacement (MergedWithNext), so "▁▁" cannot merge: these ids follow its rules by hand.
+  const std::vector<std::tuple<std::string, bool, std::string, Ids>> cases = {
+      {"first", true, "a  b", {5, 2, 7}},    // "▁a▁▁b": pieces "▁a", "▁", "▁b"
+      {"first", false, "a  b", {5, 6, 4}},   // one piece: "▁ ▁" merges first
+      {"first", true, "<s>a b", {0, 3, 7}},  // not at the start: no "▁" before "a"
+      {"always", true, "<s>a b", {0, 5, 7}}, // always
+      {"never", false, "a b", {3, 7}},       // never
+      {"first", true, " a", {5}},            // starts with the replacement already
+  };
+  for (const auto &[scheme, split, text, ids] : cases) {
+    const TokenizerSpec spec = metaspace(scheme, split);
+    TokenizerTables tables = buildTokenizerTables(spec, "tok.json");
+    EXPECT_EQ(ReferenceTokenizer(spec, "tok.json").encode(text), ids) << scheme << " " << split << " " << text;
+    EXPECT_EQ(encodeWith(tables.view(), text), ids) << scheme << " " << split << " " << text;
+  }
+  // The decoder: every replacement a space, the first token's leading one dropped (the oracle's rule).
+  const TokenizerSpec spec = metaspace("first", true);
+  TokenizerTables tables = buildTokenizerTables(spec, "tok.json");
+  EXPECT_EQ(ReferenceTokenizer(spec, "tok.json").decode({5, 2, 7}), "a  b");
+  EXPECT_EQ(decodeWith(tables.view(), {5, 2, 7}), "a  b");
+  EXPECT_EQ(ReferenceTokenizer(spec, "tok.json").decode({6, 3}), " a");
+  EXPECT_EQ(decodeWith(tables.view(), {6, 3}), " a");
 }
 
 TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
