@@ -13,38 +13,6 @@ namespace needle::tokenizer {
 
 namespace {
 
-/// Applies the normalizer's steps to the valid UTF-8 runs of `text` (invalid bytes stay).
-std::string normalize(const std::vector<NormalizerStep> &steps, std::string text) {
-  for (const NormalizerStep &step : steps) {
-    switch (step.kind) {
-    case NormalizerStep::Kind::Nfc:
-      text = normalizeText(text, NormalForm::Nfc);
-      break;
-    case NormalizerStep::Kind::Nfkc:
-      text = normalizeText(text, NormalForm::Nfkc);
-      break;
-    case NormalizerStep::Kind::Prepend:
-      if (!text.empty())
-        text = step.text + text;
-      break;
-    case NormalizerStep::Kind::Replace: {
-      std::string out;
-      for (size_t at = 0;;) {
-        const size_t found = text.find(step.text, at);
-        out += text.substr(at, found - at);
-        if (found == std::string::npos)
-          break;
-        out += step.replacement;
-        at = found + step.text.size();
-      }
-      text = std::move(out);
-      break;
-    }
-    }
-  }
-  return text;
-}
-
 /// Byte-level tokens back to text: each character to its byte (one outside the alphabet stays
 /// as it is), then lossy UTF-8.
 std::string fromByteLevel(const std::string &tokens) {
@@ -139,7 +107,93 @@ std::vector<std::string> decodeStep(const DecoderStep &step, const std::vector<s
   fail("internal: a decoder step the reference tokenizer does not know");
 }
 
+/// The code point that ends text[0, at) (an invalid byte as decodeUtf8 has it), or none at 0.
+std::optional<char32_t> pointBefore(std::string_view text, size_t at) {
+  const size_t from = at < 4 ? 0 : at - 4; // a sequence's lead is within its 4 bytes
+  return at == 0 ? std::nullopt : std::optional(decodeUtf8(text.substr(from, at - from)).back());
+}
+
+/// The code point at text[at], or none at the end.
+std::optional<char32_t> pointAt(std::string_view text, size_t at) {
+  return at == text.size() ? std::nullopt : std::optional(decodeUtf8(text.substr(at, 4)).front());
+}
+
+size_t utf8Size(char32_t c) {
+  std::string bytes;
+  appendUtf8(bytes, c);
+  return bytes.size();
+}
+
+/// A text split at added tokens, as the Rust crate's find_matches: the longest token at the
+/// leftmost position, matches not overlapping; a single_word match with a word character
+/// (regex \w) next to it is dropped (its text stays text); lstrip takes the white space before it
+/// (not before the previous match), rstrip the white space after.
+std::vector<ReferenceTokenizer::Split>
+splitByAdded(std::string_view text, const std::vector<std::pair<std::string, const AddedToken *>> &tokens) {
+  std::vector<ReferenceTokenizer::Split> splits;
+  size_t done = 0; // where the previous match ended
+  for (size_t at = 0; at < text.size();) {
+    const std::pair<std::string, const AddedToken *> *best = nullptr;
+    for (const auto &token : tokens)
+      if (text.substr(at, token.first.size()) == token.first && (!best || token.first.size() > best->first.size()))
+        best = &token;
+    if (!best) {
+      ++at;
+      continue;
+    }
+    const AddedToken &token = *best->second;
+    size_t start = at, stop = at + best->first.size();
+    at = stop;
+    const std::optional<char32_t> before = pointBefore(text, start), after = pointAt(text, stop);
+    if (token.singleWord && ((before && isWordCharacter(*before)) || (after && isWordCharacter(*after))))
+      continue;
+    for (std::optional<char32_t> c; token.lstrip && start > done && (c = pointBefore(text, start)) && isWhiteSpace(*c);)
+      start -= utf8Size(*c);
+    for (std::optional<char32_t> c; token.rstrip && (c = pointAt(text, stop)) && isWhiteSpace(*c);)
+      stop += utf8Size(*c);
+    start = std::max(start, done);
+    if (done < start)
+      splits.push_back({text.substr(done, start - done), done, -1});
+    splits.push_back({text.substr(start, stop - start), start, token.id});
+    done = at = stop;
+  }
+  if (done < text.size())
+    splits.push_back({text.substr(done), done, -1});
+  return splits;
+}
+
 } // namespace
+
+std::string applyNormalizer(const std::vector<NormalizerStep> &steps, std::string text) {
+  for (const NormalizerStep &step : steps) {
+    switch (step.kind) {
+    case NormalizerStep::Kind::Nfc:
+      text = normalizeText(text, NormalForm::Nfc);
+      break;
+    case NormalizerStep::Kind::Nfkc:
+      text = normalizeText(text, NormalForm::Nfkc);
+      break;
+    case NormalizerStep::Kind::Prepend:
+      if (!text.empty())
+        text = step.text + text;
+      break;
+    case NormalizerStep::Kind::Replace: {
+      std::string out;
+      for (size_t at = 0;;) {
+        const size_t found = text.find(step.text, at);
+        out += text.substr(at, found - at);
+        if (found == std::string::npos)
+          break;
+        out += step.replacement;
+        at = found + step.text.size();
+      }
+      text = std::move(out);
+      break;
+    }
+    }
+  }
+  return text;
+}
 
 ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) : spec_(std::move(spec)) {
   auto unsupported = [&](std::string_view what) {
@@ -165,9 +219,12 @@ ReferenceTokenizer::ReferenceTokenizer(TokenizerSpec spec, std::string source) :
            step.split ? std::optional(Regex(metaspaceSplitPattern(step.replacement), where)) : std::nullopt, false});
     }
   }
-  for (const AddedToken &token : spec_.added)
-    if (token.lstrip || token.rstrip || token.singleWord || token.normalized)
-      unsupported(fmt::format("added token \"{}\" with lstrip, rstrip, single_word or normalized", token.content));
+  for (const AddedToken &token : spec_.added) {
+    if (token.normalized)
+      normalizedAdded_.push_back({applyNormalizer(spec_.normalizer, token.content), &token});
+    else
+      rawAdded_.push_back({token.content, &token});
+  }
   if (spec_.decoder.empty())
     unsupported("a tokenizer without a decoder");
   tokens_ = spec_.model.vocab;
@@ -192,25 +249,8 @@ std::vector<int32_t> ReferenceTokenizer::encode(std::string_view text, bool addS
   std::vector<int32_t> ids;
   if (addSpecial)
     ids = spec_.prefixIds;
-  // Added tokens first: at each position the longest added token that starts there, else one
-  // byte more of ordinary text.
-  size_t segment = 0;
-  for (size_t at = 0; at < text.size();) {
-    const AddedToken *best = nullptr;
-    for (const AddedToken &token : spec_.added)
-      if (text.substr(at, token.content.size()) == token.content &&
-          (!best || token.content.size() > best->content.size()))
-        best = &token;
-    if (!best) {
-      ++at;
-      continue;
-    }
-    encodeSegment(text.substr(segment, at - segment), segment == 0, ids);
-    ids.push_back(best->id);
-    at += best->content.size();
-    segment = at;
-  }
-  encodeSegment(text.substr(segment), segment == 0, ids);
+  for (const Split &split : splitByAdded(text, rawAdded_))
+    split.id >= 0 ? ids.push_back(split.id) : encodeSegment(split.text, split.offset == 0, ids);
   if (addSpecial)
     ids.insert(ids.end(), spec_.suffixIds.begin(), spec_.suffixIds.end());
   return ids;
@@ -219,8 +259,13 @@ std::vector<int32_t> ReferenceTokenizer::encode(std::string_view text, bool addS
 void ReferenceTokenizer::encodeSegment(std::string_view text, bool atStart, std::vector<int32_t> &ids) const {
   if (text.empty())
     return;
-  const std::string normalized = normalize(spec_.normalizer, std::string(text));
-  std::vector<std::string> pieces = {normalized};
+  const std::string normalized = applyNormalizer(spec_.normalizer, std::string(text));
+  for (const Split &split : splitByAdded(normalized, normalizedAdded_))
+    split.id >= 0 ? ids.push_back(split.id) : encodePiece(std::string(split.text), atStart && split.offset == 0, ids);
+}
+
+void ReferenceTokenizer::encodePiece(std::string piece, bool atStart, std::vector<int32_t> &ids) const {
+  std::vector<std::string> pieces = {std::move(piece)};
   for (const PreTokenizerStage &stage : stages_) {
     for (size_t i = 0; i < pieces.size(); ++i) {
       std::string &piece = pieces[i];

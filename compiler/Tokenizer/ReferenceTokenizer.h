@@ -16,6 +16,10 @@
 
 namespace needle::tokenizer {
 
+/// `text` through the normalizer's steps, in order (NFC and NFKC on its valid UTF-8 runs, invalid
+/// bytes kept).
+std::string applyNormalizer(const std::vector<NormalizerStep> &steps, std::string text);
+
 class ReferenceTokenizer {
 public:
   /// Fails, naming `source`, for the parts of a valid spec it does not encode yet.
@@ -32,9 +36,19 @@ public:
 
   const TokenizerSpec &spec() const { return spec_; }
 
+  /// A part of a text split at added tokens: an added token's (`id`) or text between them (-1).
+  struct Split {
+    std::string_view text;
+    size_t offset;
+    int32_t id;
+  };
+
 private:
-  /// The ids of a text between added tokens (`atStart`: it begins what is encoded).
+  /// The ids of a text between added tokens (`atStart`: it begins what is encoded): normalized,
+  /// split by the normalized added tokens, each piece pre-tokenized and merged.
   void encodeSegment(std::string_view text, bool atStart, std::vector<int32_t> &ids) const;
+  /// The ids of one piece of normalized text between added tokens.
+  void encodePiece(std::string piece, bool atStart, std::vector<int32_t> &ids) const;
   /// BPE on one pre-token, spelled in the vocabulary's alphabet.
   void encodeWord(std::string_view word, std::vector<int32_t> &ids) const;
 
@@ -52,7 +66,10 @@ private:
     bool matchesOnly = false; // drop the text between matches
   };
   std::vector<PreTokenizerStage> stages_; // in order
-  std::vector<std::string> tokens_;       // by id: the vocabulary's or the added token's text
+  /// The added tokens matched in the text (normalized false) and those matched in its normalized
+  /// pieces (normalized true: by their content normalized), each as the text it matches.
+  std::vector<std::pair<std::string, const AddedToken *>> rawAdded_, normalizedAdded_;
+  std::vector<std::string> tokens_; // by id: the vocabulary's or the added token's text
   bool byteLevel_ = false;
 };
 

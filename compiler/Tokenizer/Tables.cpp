@@ -1,6 +1,7 @@
 #include "Tokenizer/Tables.h"
 
 #include "Support/Error.h"
+#include "Tokenizer/ReferenceTokenizer.h"
 #include "Tokenizer/Regex.h"
 #include "Tokenizer/Scanner.h"
 #include "Tokenizer/Unicode.h"
@@ -223,6 +224,7 @@ void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
   for (const TokenizerTables::Normalize &step : preTokenizerSteps(spec)) {
     t.normalizer.push_back(step);
     growBound(t, step);
+    ++t.preSteps;
   }
 }
 
@@ -261,22 +263,49 @@ void fillWords(TokenizerTables &t, const BpeModel &model) {
   }
 }
 
-/// The added tokens by first byte, longest first.
-void fillAdded(TokenizerTables &t, const std::vector<AddedToken> &tokens) {
-  std::vector<const AddedToken *> added;
-  for (const AddedToken &token : tokens)
-    added.push_back(&token);
-  const auto first = [](const AddedToken *x) { return static_cast<unsigned char>(x->content[0]); };
-  std::stable_sort(added.begin(), added.end(), [&](const AddedToken *a, const AddedToken *b) {
-    return first(a) != first(b) ? first(a) < first(b) : a->content.size() > b->content.size();
+/// A set of added tokens, each matching its text, by first byte, longest first.
+TokenizerTables::Added addedSet(std::vector<std::pair<std::string, const AddedToken *>> tokens) {
+  const auto first = [](const std::string &text) { return static_cast<unsigned char>(text[0]); };
+  std::stable_sort(tokens.begin(), tokens.end(), [&](const auto &a, const auto &b) {
+    return first(a.first) != first(b.first) ? first(a.first) < first(b.first) : a.first.size() > b.first.size();
   });
-  for (const AddedToken *token : added) {
-    t.added.push_back(token->id);
-    t.addedSpecial.push_back(token->special);
-    ++t.addedFirst[first(token) + 1];
+  TokenizerTables::Added set;
+  for (const auto &[text, token] : tokens) {
+    set.ids.push_back(token->id);
+    set.rules.push_back(static_cast<uint8_t>(
+        (token->special ? needle_rt::tok_added_special : 0) | (token->lstrip ? needle_rt::tok_added_lstrip : 0) |
+        (token->rstrip ? needle_rt::tok_added_rstrip : 0) | (token->singleWord ? needle_rt::tok_added_single_word : 0) |
+        (token->normalized ? needle_rt::tok_added_normalized : 0)));
+    set.text.insert(set.text.end(), text.begin(), text.end());
+    set.textOffsets.push_back(static_cast<uint32_t>(set.text.size()));
+    ++set.first[first(text) + 1];
   }
-  for (size_t b = 1; b < t.addedFirst.size(); ++b)
-    t.addedFirst[b] += t.addedFirst[b - 1];
+  for (size_t b = 1; b < set.first.size(); ++b)
+    set.first[b] += set.first[b - 1];
+  return set;
+}
+
+/// The added tokens: all by content (the runtime skips the normalized ones in the text), the
+/// normalized ones by their content through the file's normalizer, as the Rust crate matches
+/// them; and \w's runs when a token is single_word.
+void fillAdded(TokenizerTables &t, const TokenizerSpec &spec, const std::string &source) {
+  std::vector<std::pair<std::string, const AddedToken *>> all, normalized;
+  for (const AddedToken &token : spec.added) {
+    all.push_back({token.content, &token});
+    if (token.normalized)
+      normalized.push_back({applyNormalizer(spec.normalizer, token.content), &token});
+  }
+  for (const auto &[text, token] : normalized)
+    if (text.empty())
+      fail("{}: added token \"{}\" is empty once normalized", source, token->content);
+  t.added = addedSet(all);
+  t.addedNormalized = addedSet(normalized);
+  if (std::none_of(spec.added.begin(), spec.added.end(), [](const AddedToken &a) { return a.singleWord; }))
+    return;
+  t.wordStarts = {0}; // runs alternate from a not-word one at 0 (U+0000 is no word character)
+  for (char32_t c = 0; c < kInvalidByte; ++c)
+    if (isWordCharacter(c) != (t.wordStarts.size() % 2 == 0))
+      t.wordStarts.push_back(static_cast<uint32_t>(c));
 }
 /// Lays out an image: the header's room first, then each array at its elements' alignment (4 at least),
 /// once: an array with the bytes of one already written shares it (a byte-level vocabulary's
@@ -312,6 +341,14 @@ private:
   std::map<std::string, uint32_t> offsets_; // each array written, by its bytes
 };
 
+/// Writes a set of added tokens' arrays and its record; returns the record's offset.
+uint32_t addedImage(ImageWriter &out, const TokenizerTables::Added &a) {
+  const needle_rt::TokImageAdded record{out.array(a.first),       out.array(a.ids),
+                                        out.array(a.rules),       out.array(a.text),
+                                        out.array(a.textOffsets), static_cast<uint32_t>(a.ids.size())};
+  return out.array(std::array{record});
+}
+
 /// Writes a Unicode step's arrays and its record; returns the record's offset.
 uint32_t unicodeImage(ImageWriter &out, const TokenizerTables::Unicode &u) {
   const needle_rt::TokImageUnicode record{u.quickBelow,
@@ -341,7 +378,8 @@ std::vector<uint8_t> TokenizerTables::image() const {
                      static_cast<uint32_t>(n.to.size()),
                      n.kind == needle_rt::tok_step_unicode ? unicodeImage(out, n.unicode) : 0});
   h.normalizer = out.array(steps);
-  h.normalizer_steps = static_cast<uint32_t>(steps.size());
+  h.normalizer_steps = static_cast<uint32_t>(steps.size()) - preSteps;
+  h.pre_steps = preSteps;
   h.growth = growth;
   h.growth_extra = growthExtra;
   h.points_growth = pointsGrowth;
@@ -367,9 +405,10 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.ignore_merges = ignoreMerges;
   h.unk_id = unk;
   h.fuse_unk = fuseUnk;
-  h.added = out.array(added);
-  h.added_special = out.array(addedSpecial);
-  h.added_first = out.array(addedFirst);
+  h.added = addedImage(out, added);
+  h.added_normalized = addedImage(out, addedNormalized);
+  h.word_starts = out.array(wordStarts);
+  h.word_runs = static_cast<uint32_t>(wordStarts.size());
   h.prefix_ids = out.array(prefixIds);
   h.prefix_count = static_cast<uint32_t>(prefixIds.size());
   h.suffix_ids = out.array(suffixIds);
@@ -441,7 +480,7 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
     fillWords(t, spec.model);
   t.unk = spec.model.unk.value_or(-1);
   t.fuseUnk = spec.model.fuseUnk;
-  fillAdded(t, spec.added);
+  fillAdded(t, spec, source);
   t.prefixIds = spec.prefixIds;
   t.suffixIds = spec.suffixIds;
   for (const DecoderStep &step : spec.decoder)

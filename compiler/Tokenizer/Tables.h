@@ -31,6 +31,15 @@ struct TokenizerTables {
     std::vector<uint8_t> classValues;
     std::vector<uint64_t> composePairs;
   };
+  /// A set of added tokens (needle_rt::TokImageAdded): by first byte of the text each matches,
+  /// longest first.
+  struct Added {
+    std::array<uint32_t, 257> first{};
+    std::vector<int32_t> ids;
+    std::vector<uint8_t> rules; // needle_rt::tok_added_* bits
+    std::vector<uint8_t> text;
+    std::vector<uint32_t> textOffsets{0};
+  };
   struct Normalize {
     uint32_t kind = needle_rt::tok_step_replace;
     std::string from, to; // Replace: every `from` becomes `to`; Prepend: `to`
@@ -38,7 +47,8 @@ struct TokenizerTables {
   };
   int32_t ids = 0;
   bool byteLevel = false;
-  std::vector<Normalize> normalizer;
+  std::vector<Normalize> normalizer; // the file's steps, then preSteps of the first pre-tokenizer step's
+  uint32_t preSteps = 0;
   uint32_t growth = 1, growthExtra = 0;       // a normalized text's bound
   uint32_t pointsGrowth = 0, pointsExtra = 0; // a Unicode step's code points' bound
   std::vector<uint8_t> blob;                  // every id's bytes in a text, by tokenOffsets [ids + 1]
@@ -52,9 +62,9 @@ struct TokenizerTables {
   std::vector<needle_rt::TokWord> words;   // the vocabulary by spelling, when encoding needs it
   bool ignoreMerges = false, fuseUnk = false;
   int32_t unk = -1;
-  std::vector<int32_t> added; // by first byte, longest first
-  std::vector<uint8_t> addedSpecial;
-  std::array<uint32_t, 257> addedFirst{};
+  Added added;                      // every added token, by its content
+  Added addedNormalized;            // the normalized ones, by their content normalized
+  std::vector<uint32_t> wordStarts; // \w as runs from 0, not-word first, when a token is single_word
   std::vector<int32_t> prefixIds, suffixIds;
   uint32_t stripLeading = 0;
 

@@ -358,8 +358,8 @@ void readAddedTokens(const Node &node, TokenizerSpec &spec) {
     added.singleWord = token.member("single_word").boolean(false);
     added.lstrip = token.member("lstrip").boolean(false);
     added.rstrip = token.member("rstrip").boolean(false);
-    added.normalized = token.member("normalized").boolean(false);
     added.special = token.member("special").boolean(false);
+    added.normalized = token.member("normalized").boolean(!added.special); // the oracle's default
     spec.added.push_back(std::move(added));
   }
 }

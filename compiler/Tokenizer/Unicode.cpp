@@ -145,6 +145,14 @@ bool isWhiteSpace(char32_t c) {
   return c < kInvalidByte && u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_WHITE_SPACE);
 }
 
+bool isWordCharacter(char32_t c) {
+  if (c >= kInvalidByte)
+    return false;
+  const UChar32 point = static_cast<UChar32>(c);
+  return u_hasBinaryProperty(point, UCHAR_ALPHABETIC) || u_hasBinaryProperty(point, UCHAR_JOIN_CONTROL) ||
+         (U_GET_GC_MASK(point) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0;
+}
+
 char32_t foldCase(char32_t c) {
   return c < kInvalidByte ? static_cast<char32_t>(u_foldCase(static_cast<UChar32>(c), U_FOLD_CASE_DEFAULT)) : c;
 }

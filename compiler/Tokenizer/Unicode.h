@@ -35,6 +35,9 @@ uint32_t categoryMask(std::string_view name);
 bool inCategories(char32_t c, uint32_t mask);
 /// Unicode's White_Space property (what Oniguruma's \s matches).
 bool isWhiteSpace(char32_t c);
+/// A word character as Rust's regex \w (Unicode's UTS #18): Alphabetic, a mark, a decimal digit,
+/// a connector punctuation, or Join_Control.
+bool isWordCharacter(char32_t c);
 /// Simple case folding (what a case-insensitive match compares).
 char32_t foldCase(char32_t c);
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "../needle_contract.h"
+#include "added.h"
 #include "unicode.h"
 
 namespace needle_rt {
@@ -69,20 +70,22 @@ struct TokImageNormalize {
 /// of TokTables holds that array's offset (words: 0 when there are none); the others are TokTables'.
 struct TokImage {
   int32_t ids;
-  uint32_t byte_level, normalizer, normalizer_steps, growth, growth_extra, points_growth, points_extra, blob,
+  uint32_t byte_level, normalizer, normalizer_steps, pre_steps, growth, growth_extra, points_growth, points_extra, blob,
       token_offsets, byte_ids, splits, split_count, merges, merge_mask, merged_ids, words, word_mask, spelling,
       spelling_offsets, ignore_merges;
   int32_t unk_id;
-  uint32_t fuse_unk, added, added_special, added_first, prefix_ids, prefix_count, suffix_ids, suffix_count,
-      strip_leading;
+  uint32_t fuse_unk, added, added_normalized, word_starts, word_runs, prefix_ids, prefix_count, suffix_ids,
+      suffix_count, strip_leading;
 };
 
 struct TokTables {
   const uint8_t *image; // where the splits' and the normalizer's offsets point
   int32_t ids;          // ids are 0 .. ids - 1
   uint32_t byte_level;  // 1: a piece's symbols are its bytes' tokens; 0: its characters'
+  // The file's normalizer steps, then pre_steps more: what the first pre-tokenizer step does to
+  // each piece between added tokens (ByteLevel's add_prefix_space, Metaspace's).
   const TokImageNormalize *normalizer;
-  uint32_t normalizer_steps;
+  uint32_t normalizer_steps, pre_steps;
   uint32_t growth, growth_extra; // a normalized text is at most growth * length + growth_extra bytes
   uint32_t points_growth,
       points_extra;    // a Unicode step decomposes into at most points_growth * length + points_extra code points
@@ -100,13 +103,13 @@ struct TokTables {
   uint32_t word_mask;
   const uint8_t *spelling; // the words' bytes, by spelling_offsets [ids + 1]
   const uint32_t *spelling_offsets;
-  uint32_t ignore_merges;       // a piece that is a token is that token
-  int32_t unk_id;               // a character no token spells and no byte fallback covers; -1: none
-  uint32_t fuse_unk;            // consecutive unknown characters are one unknown token
-  const int32_t *added;         // added token ids, by first byte, longest first
-  const uint8_t *added_special; // same order: 1 for a special token
-  const uint32_t *added_first;  // [257]: the added tokens starting with byte b are [added_first[b], added_first[b + 1])
-  const int32_t *prefix_ids;    // the post-processor's ids before and after one sequence
+  uint32_t ignore_merges;                // a piece that is a token is that token
+  int32_t unk_id;                        // a character no token spells and no byte fallback covers; -1: none
+  uint32_t fuse_unk;                     // consecutive unknown characters are one unknown token
+  const TokImageAdded *added;            // every added token, by its content (the normalized ones skipped in the text)
+  const TokImageAdded *added_normalized; // the normalized ones, by their normalized content
+  TokWordRuns word_runs;                 // \w, for single_word (no runs when no token has it)
+  const int32_t *prefix_ids;             // the post-processor's ids before and after one sequence
   uint32_t prefix_count;
   const int32_t *suffix_ids;
   uint32_t suffix_count;
@@ -123,6 +126,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.byte_level,
                    tok_array<TokImageNormalize>(image, h.normalizer),
                    h.normalizer_steps,
+                   h.pre_steps,
                    h.growth,
                    h.growth_extra,
                    h.points_growth,
@@ -142,9 +146,9 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.ignore_merges,
                    h.unk_id,
                    h.fuse_unk,
-                   tok_array<int32_t>(image, h.added),
-                   image + h.added_special,
-                   tok_array<uint32_t>(image, h.added_first),
+                   tok_array<TokImageAdded>(image, h.added),
+                   tok_array<TokImageAdded>(image, h.added_normalized),
+                   TokWordRuns{tok_array<uint32_t>(image, h.word_starts), h.word_runs},
                    tok_array<int32_t>(image, h.prefix_ids),
                    h.prefix_count,
                    tok_array<int32_t>(image, h.suffix_ids),
@@ -389,30 +393,18 @@ inline void tok_split(const TokTables &t, uint32_t k, const uint8_t *text, size_
     tok_split(t, k + 1, text, gap, end, scratch, out);
 }
 
-/// The added token that starts at text[at] and is the longest there, or -1 (its length in *length).
-inline int32_t tok_added_at(const TokTables &t, const uint8_t *text, size_t length, size_t at, unsigned flags,
-                            size_t *token_length) {
-  for (uint32_t i = t.added_first[text[at]]; i < t.added_first[text[at] + 1]; ++i) {
-    const int32_t id = t.added[i];
-    const uint32_t begin = t.token_offsets[id], size = t.token_offsets[id + 1] - begin;
-    if (t.added_special[i] && !(flags & TOK_ENCODE_SPECIAL))
-      continue;
-    if (size <= length - at && memcmp(text + at, t.blob + begin, size) == 0) {
-      *token_length = size;
-      return id;
-    }
-  }
-  return -1;
-}
-
 /// The most bytes `length` bytes of text become through the normalizer.
 inline size_t tok_normalized_bound(const TokTables &t, size_t length) { return t.growth * length + t.growth_extra; }
 
-/// The scratch tok_encode needs for `length` bytes of text: two buffers for the normalizer's
-/// steps, the code points of a Unicode step (twice: sorting merges through a copy), then BPE's
-/// symbols and candidates. SIZE_MAX for a text tok_encode refuses: one whose normalized bound
-/// passes INT32_MAX bytes (BPE's positions are int32_t), or whose scratch size does not fit a
-/// size_t (a 32-bit target's).
+/// The buffers the normalizer's steps write to in turn: two for the file's steps, two more for
+/// the pre-tokenizer's (they run on pieces of the first two's result).
+inline uint32_t tok_buffers(const TokTables &t) { return 2 * ((t.normalizer_steps > 0) + (t.pre_steps > 0)); }
+
+/// The scratch tok_encode needs for `length` bytes of text: the normalizer's buffers, the code
+/// points of a Unicode step (twice: sorting merges through a copy), then BPE's symbols and
+/// candidates. SIZE_MAX for a text tok_encode refuses: one whose normalized bound passes
+/// INT32_MAX bytes (BPE's positions are int32_t), or whose scratch size does not fit a size_t (a
+/// 32-bit target's).
 inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
   const uint64_t limit = 0x7FFFFFFF;
   if (length > (limit - t.growth_extra) / t.growth)
@@ -420,7 +412,7 @@ inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
   const uint64_t normalized = uint64_t(t.growth) * length + t.growth_extra;
   const uint64_t points = uint64_t(t.points_growth) * length + t.points_extra;
   const uint64_t bytes =
-      (t.normalizer_steps ? 2 * normalized : 0) + 2 * sizeof(uint32_t) * points + kTokScratchPerByte * normalized + 48;
+      tok_buffers(t) * normalized + 2 * sizeof(uint32_t) * points + kTokScratchPerByte * normalized + 48;
   return bytes > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(bytes);
 }
 
@@ -431,7 +423,8 @@ inline uint8_t *tok_align(uint8_t *p, uintptr_t align) {
 
 /// Where one text's work goes in the caller's scratch (tok_encode_scratch_size's layout).
 struct TokWork {
-  uint8_t *buffers[2];     // the normalizer's steps write to each in turn
+  uint8_t *buffers[2],
+      *pre_buffers[2];     // the file's steps write to each of the first in turn, the pre-tokenizer's to the others
   uint32_t *points, *temp; // a Unicode step's code points
   uint8_t *bpe;
 };
@@ -441,7 +434,9 @@ inline TokWork tok_work(const TokTables &t, uint8_t *scratch, size_t length) {
   const size_t bound = tok_normalized_bound(t, length);
   TokWork w;
   w.buffers[0] = scratch, w.buffers[1] = scratch + bound;
-  uint8_t *points = tok_align(scratch + (t.normalizer_steps ? 2 * bound : 0), 4);
+  uint8_t *pre = scratch + (t.normalizer_steps ? 2 * bound : 0);
+  w.pre_buffers[0] = pre, w.pre_buffers[1] = pre + bound;
+  uint8_t *points = tok_align(scratch + tok_buffers(t) * bound, 4);
   const size_t count = size_t(t.points_growth) * length + t.points_extra;
   w.points = reinterpret_cast<uint32_t *>(points);
   w.temp = w.points + count;
@@ -458,15 +453,17 @@ inline bool tok_prefixes(const TokImageNormalize &step, const uint8_t *to, const
   return step.kind == tok_step_prepend || length < step.to_length || memcmp(in, to, step.to_length) != 0;
 }
 
-/// text[0, length) through the normalizer's steps, from one buffer into the other; returns the
-/// result (text itself when there are no steps) and its length in *result_length.
-inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, size_t length, bool at_start,
-                                    const TokWork &w, size_t *result_length) {
+/// text[0, length) through normalizer steps [first, first + count), from one of `buffers` into
+/// the other; returns the result (text itself when there are no steps) and its length in
+/// *result_length.
+inline const uint8_t *tok_normalize(const TokTables &t, uint32_t first, uint32_t count, const uint8_t *text,
+                                    size_t length, bool at_start, uint8_t *const buffers[2], const TokWork &w,
+                                    size_t *result_length) {
   const uint8_t *in = text;
-  for (uint32_t k = 0; k < t.normalizer_steps; ++k) {
-    const TokImageNormalize &step = t.normalizer[k];
+  for (uint32_t k = 0; k < count; ++k) {
+    const TokImageNormalize &step = t.normalizer[first + k];
     const uint8_t *from = t.image + step.from, *to = t.image + step.to;
-    uint8_t *out = w.buffers[k % 2];
+    uint8_t *out = buffers[k % 2];
     size_t n = 0;
     if (step.kind == tok_step_unicode) {
       n = tok_normalize_unicode(t.image, *tok_array<TokImageUnicode>(t.image, step.unicode), in, length, w.points,
@@ -496,14 +493,32 @@ inline const uint8_t *tok_normalize(const TokTables &t, const uint8_t *text, siz
   return in;
 }
 
-/// One text between added tokens (`at_start`: the first of what is encoded): normalized, split, merged.
-inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, bool at_start, const TokWork &w,
-                        TokOutput *out) {
+/// One piece of normalized text between added tokens (`at_start`: it begins what is encoded):
+/// the pre-tokenizer's steps on it, then split and merged.
+inline void tok_piece(const TokTables &t, const uint8_t *text, size_t length, bool at_start, const TokWork &w,
+                      TokOutput *out) {
+  if (length == 0)
+    return;
+  size_t piece_length = 0;
+  const uint8_t *piece =
+      tok_normalize(t, t.normalizer_steps, t.pre_steps, text, length, at_start, w.pre_buffers, w, &piece_length);
+  tok_split(t, 0, piece, 0, piece_length, w.bpe, out);
+}
+
+/// One text between added tokens (`at_start`: the first of what is encoded): normalized, split at
+/// the normalized added tokens, each piece pre-tokenized, split and merged.
+inline void tok_segment(const TokTables &t, const uint8_t *text, size_t length, bool at_start, unsigned flags,
+                        const TokWork &w, TokOutput *out) {
   if (length == 0)
     return;
   size_t normalized_length = 0;
-  const uint8_t *normalized = tok_normalize(t, text, length, at_start, w, &normalized_length);
-  tok_split(t, 0, normalized, 0, normalized_length, w.bpe, out);
+  const uint8_t *normalized =
+      tok_normalize(t, 0, t.normalizer_steps, text, length, at_start, w.buffers, w, &normalized_length);
+  tok_split_added(
+      t.image, *t.added_normalized, t.word_runs, normalized, normalized_length,
+      flags & TOK_ENCODE_SPECIAL ? 0 : tok_added_special,
+      [&](size_t begin, size_t end) { tok_piece(t, normalized + begin, end - begin, at_start && begin == 0, w, out); },
+      [&](int32_t id) { out->push(id); });
 }
 
 /// Encodes text[0, length): the added tokens first, the rest normalized, split and merged
@@ -519,19 +534,11 @@ inline int tok_encode(const TokTables &t, const char *text, size_t length, unsig
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.prefix_count; ++i)
       out.push(t.prefix_ids[i]);
-  size_t segment = 0;
-  for (size_t at = 0; at < length;) {
-    size_t token_length = 0;
-    const int32_t id = tok_added_at(t, bytes, length, at, flags, &token_length);
-    if (id < 0) {
-      ++at;
-      continue;
-    }
-    tok_segment(t, bytes + segment, at - segment, segment == 0, work, &out);
-    out.push(id);
-    segment = at += token_length;
-  }
-  tok_segment(t, bytes + segment, length - segment, segment == 0, work, &out);
+  const uint8_t skip = tok_added_normalized | (flags & TOK_ENCODE_SPECIAL ? 0 : tok_added_special);
+  tok_split_added(
+      t.image, *t.added, t.word_runs, bytes, length, skip,
+      [&](size_t begin, size_t end) { tok_segment(t, bytes + begin, end - begin, begin == 0, flags, work, &out); },
+      [&](int32_t id) { out.push(id); });
   if (flags & TOK_ENCODE_BOS_EOS)
     for (uint32_t i = 0; i < t.suffix_count; ++i)
       out.push(t.suffix_ids[i]);
@@ -662,18 +669,14 @@ inline int tok_token_bytes(const TokTables &t, int32_t id, const char **bytes, s
   return status_ok;
 }
 
-/// The added token whose text is exactly text[0, length), or -1.
+/// The added token whose content is exactly text[0, length), or -1.
 inline int32_t tok_token_id(const TokTables &t, const char *text, size_t length) {
-  if (!text || length == 0)
-    return -1;
-  const uint8_t first = static_cast<uint8_t>(text[0]);
-  for (uint32_t i = t.added_first[first]; i < t.added_first[first + 1]; ++i) {
-    const int32_t id = t.added[i];
-    const uint32_t begin = t.token_offsets[id];
-    if (t.token_offsets[id + 1] - begin == length && memcmp(text, t.blob + begin, length) == 0)
-      return id;
-  }
-  return -1;
+  size_t found = 0;
+  const int32_t k = text && length
+                        ? tok_added_at(t.image, *t.added, reinterpret_cast<const uint8_t *>(text), length, 0, 0, &found)
+                        : -1;
+  // The longest entry that starts the text: the one, when it is all of it.
+  return k >= 0 && found == length ? tok_array<int32_t>(t.image, t.added->ids)[k] : -1;
 }
 
 /// The most stack tok_encode takes with `split_count` splits (each split's level of tok_split

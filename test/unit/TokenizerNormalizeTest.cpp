@@ -35,7 +35,8 @@ std::string runtimeNormalize(const needle_rt::TokTables &t, const std::string &t
   const needle_rt::TokWork work = needle_rt::tok_work(t, scratch.data(), text.size());
   size_t length = 0;
   const uint8_t *out =
-      needle_rt::tok_normalize(t, reinterpret_cast<const uint8_t *>(text.data()), text.size(), true, work, &length);
+      needle_rt::tok_normalize(t, 0, t.normalizer_steps, reinterpret_cast<const uint8_t *>(text.data()), text.size(),
+                               true, work.buffers, work, &length);
   EXPECT_LE(length, needle_rt::tok_normalized_bound(t, text.size()));
   return std::string(reinterpret_cast<const char *>(out), length);
 }

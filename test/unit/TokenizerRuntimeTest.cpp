@@ -157,6 +157,65 @@ TEST(TokenizerRuntime, MetaspaceAsTheRustCrateHasIt) {
   EXPECT_EQ(decodeWith(tables.view(), {6, 3}), " a");
 }
 
+/// The reference's and the runtime's ids for each text of `cases` equal the ids given.
+void expectBoth(const TokenizerSpec &spec, const std::vector<std::pair<std::string, Ids>> &cases) {
+  TokenizerTables tables = buildTokenizerTables(spec, "tok.json");
+  const needle_rt::TokTables view = tables.view();
+  const ReferenceTokenizer reference(spec, "tok.json");
+  for (const auto &[text, ids] : cases) {
+    EXPECT_EQ(reference.encode(text), ids) << text;
+    EXPECT_EQ(encodeWith(view, text), ids) << text;
+  }
+}
+
+TEST(TokenizerRuntime, AddedTokensStripAndMatchWholeWordsAsTheRustCrateHasIt) {
+  // Byte tokens (id = byte) and the added "<w>" (single_word, 256), "<l>" (lstrip, 257), "<r>"
+  // (rstrip, 258), "<x>" (259). The oracle ignores single_word: these ids follow the crate's
+  // rules by hand (\w: letters, marks, digits, connector punctuation).
+  const std::string added = R"([
+      {"id": 256, "content": "<w>", "single_word": true, "lstrip": false, "rstrip": false, "normalized": false, "special": false},
+      {"id": 257, "content": "<l>", "single_word": false, "lstrip": true, "rstrip": false, "normalized": false, "special": false},
+      {"id": 258, "content": "<r>", "single_word": false, "lstrip": false, "rstrip": true, "normalized": false, "special": false},
+      {"id": 259, "content": "<x>", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false}])";
+  const TokenizerSpec spec = parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": )" + added + R"(, "normalizer": null, "post_processor": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+    "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {)" +
+                                                    byteTokensJson() + R"("Ġa": 260}, "merges": ["Ġ a"]}})",
+                                                "tok.json");
+  const Ids wordAtEnd = {'a', '<', 'w', '>'}, markBefore = {'e', 0xCC, 0x81, '<', 'w', '>'};
+  expectBoth(spec, {
+                       {" <w> ", {' ', 256, ' '}},
+                       {"<w>!", {256, '!'}},
+                       {"a<w>", wordAtEnd},                        // a word character before: text
+                       {"<w>_", {'<', 'w', '>', '_'}},             // '_' is one too
+                       {"e\u0301<w>", markBefore},                 // so is a combining mark
+                       {"\u00e9<w>", {0xC3, 0xA9, '<', 'w', '>'}}, // and a letter beyond ASCII
+                       {"a \t <l>b", {'a', 257, 'b'}},             // lstrip takes the white space before
+                       {"a<r> \u3000\n b", {'a', 258, 'b'}},       // rstrip after, any Unicode white space
+                       {"<x> <l>", {259, 257}},                    // lstrip up to the previous match
+                       {"<r> <r>", {258, 258}},
+                   });
+}
+
+TEST(TokenizerRuntime, NormalizedAddedTokensMatchTheirNormalizedContent) {
+  // Llama 2's normalizer (Prepend "▁", Replace " " with "▁"): "<s>" normalized is "▁<s>", so it
+  // matches only after a space or at the start. A "<s>" right after one is text, as in the Rust
+  // crate (the oracle takes any text piece equal to a token's content as that token).
+  const TokenizerSpec spec = parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [{"id": 1, "content": "<s>", "single_word": false, "lstrip": false, "rstrip": false,
+                      "normalized": true, "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+    "pre_tokenizer": null, "post_processor": null,
+    "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+               {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+    "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": false,
+              "vocab": {"<unk>": 0, "<s>": 1, "▁": 2, "a": 3, "▁a": 4}, "merges": ["▁ a"]}})",
+                                                "tok.json");
+  expectBoth(spec, {{"a <s><s>", {4, 1, 0}}, {"<s>a", {1, 3}}, {"a<s>", {4, 0}}});
+}
+
 TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
   const Runtime runtime;
   std::vector<int32_t> ids(2, -7);
@@ -206,7 +265,7 @@ TEST(TokenizerRuntime, ImageArraysAreAlignedForTheirElements) {
   needle_rt::TokImage header;
   std::memcpy(&header, image.data(), sizeof header);
   EXPECT_EQ(header.merges % alignof(needle_rt::TokMerge), 0u);
-  for (uint32_t offset : {header.token_offsets, header.byte_ids, header.merged_ids, header.added_first})
+  for (uint32_t offset : {header.token_offsets, header.byte_ids, header.merged_ids, header.added, header.word_starts})
     EXPECT_EQ(offset % 4, 0u);
   EXPECT_EQ(header.blob % 4, 0u);
 }

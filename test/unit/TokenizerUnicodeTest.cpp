@@ -1,6 +1,8 @@
 // The tokenizer's UTF-8 helpers (compiler/Tokenizer/Unicode.h): invalid bytes as code points of
-// their own, and WHATWG's replacement of maximal invalid subparts when decoding.
+// their own, and WHATWG's replacement of maximal invalid subparts when decoding; and the
+// runtime's fixed White_Space set (runtime/tokenizer/added.h) against ICU's.
 #include "Tokenizer/Unicode.h"
+#include "runtime/tokenizer/added.h"
 
 #include <gtest/gtest.h>
 
@@ -28,6 +30,11 @@ TEST(TokenizerUnicode, LossyDecodingReplacesEachMaximalInvalidSubpartOnce) {
   EXPECT_EQ(lossyUtf8("\xC0\x80"), fffd + fffd);                       // invalid leads: one each
   EXPECT_EQ(lossyUtf8("\xED\xA0\x80"), fffd + fffd + fffd);            // a surrogate: ED's range excludes A0
   EXPECT_EQ(lossyUtf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd); // past U+10FFFF
+}
+
+TEST(TokenizerUnicode, TheRuntimesWhiteSpaceIsIcus) {
+  for (char32_t c = 0; c < 0x110000; ++c)
+    ASSERT_EQ(needle_rt::tok_white_space(c), isWhiteSpace(c)) << std::hex << uint32_t(c);
 }
 
 } // namespace
