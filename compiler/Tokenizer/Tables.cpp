@@ -7,7 +7,6 @@
 #include "Tokenizer/Unicode.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -114,9 +113,16 @@ TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly,
   return split;
 }
 
-/// Slots for `count` entries at most `load` (a fraction) full: a power of two, at least 2.
-size_t slotsFor(size_t count, double load) {
-  return std::bit_ceil(std::max<size_t>(static_cast<size_t>(std::ceil(count / load)), 2));
+/// Slots for `count` entries at most `load` (a fraction) full, at least 2.
+size_t slotsFor(size_t count, double load) { return std::max<size_t>(static_cast<size_t>(std::ceil(count / load)), 2); }
+
+/// Where `hash` goes in open-addressed `table` (needle_rt::tok_slot, then linear probing).
+template <typename T, typename Empty> uint32_t freeSlot(const std::vector<T> &table, uint32_t hash, Empty empty) {
+  const uint32_t slots = static_cast<uint32_t>(table.size());
+  uint32_t slot = needle_rt::tok_slot(hash, slots);
+  while (!empty(table[slot]))
+    slot = needle_rt::tok_next_slot(slot, slots);
+  return slot;
 }
 
 /// Every id's bytes, one after the other, with offsets.
@@ -235,31 +241,34 @@ void fillMerges(TokenizerTables &t, const BpeModel &model, const std::string &so
   if (model.merges.size() >= (size_t(1) << needle_rt::tok_max_rank_bits))
     unsupported(source, fmt::format("model.merges: {} merges (2^{} at most)", model.merges.size(),
                                     needle_rt::tok_max_rank_bits));
-  // Three quarters full at most: a probe reads 8 bytes, so the runs a miss scans stay in a line
-  // or two, and Llama 3's 280,147 merges take 2^19 slots (4 MB) rather than 2^20.
+  // Three quarters full: a probe reads 8 bytes, so the runs a miss scans stay in a line or two,
+  // and Llama 3's 280,147 merges take 373,530 slots (3 MB).
   t.merges.assign(slotsFor(model.merges.size(), 0.75), needle_rt::tok_no_merge);
   for (size_t rank = 0; rank < model.merges.size(); ++rank) {
     const auto [left, right] = model.merges[rank];
-    uint32_t slot = needle_rt::tok_hash_pair(left, right) & (t.merges.size() - 1);
-    while (t.merges[slot] != needle_rt::tok_no_merge)
-      slot = (slot + 1) & (t.merges.size() - 1);
-    t.merges[slot] = needle_rt::tok_merge_key(left, right) | rank;
+    t.merges[freeSlot(t.merges, needle_rt::tok_hash_pair(left, right), [](needle_rt::TokMerge m) {
+      return m == needle_rt::tok_no_merge;
+    })] = needle_rt::tok_merge_key(left, right) | rank;
   }
+  // A vocabulary in merge order (GPT-2's, GPT-4's, Qwen's, trained ones) needs no merged ids.
   t.mergedIds = model.mergedIds;
+  t.mergedBase = t.mergedIds.empty() ? 0 : t.mergedIds[0];
+  bool implied = true;
+  for (size_t rank = 0; rank < t.mergedIds.size() && implied; ++rank)
+    implied = t.mergedIds[rank] == t.mergedBase + static_cast<int32_t>(rank);
+  if (implied)
+    t.mergedIds.clear();
 }
 
 /// The vocabulary's tokens by spelling, in id order so the tables are the same every time.
 void fillWords(TokenizerTables &t, const BpeModel &model) {
-  t.words.assign(slotsFor(model.vocab.size(), 0.5), needle_rt::TokWord{-1, 0});
+  t.words.assign(slotsFor(model.vocab.size(), 0.75), needle_rt::TokWord{-1, 0});
   for (size_t id = 0; id < model.vocab.size(); ++id) {
     if (model.vocab[id].empty())
       continue;
     const uint32_t begin = t.spellingOffsets[id], size = t.spellingOffsets[id + 1] - begin;
     const uint32_t hash = needle_rt::tok_hash_bytes(t.spelling.data() + begin, size);
-    uint32_t slot = hash & (t.words.size() - 1);
-    while (t.words[slot].id >= 0)
-      slot = (slot + 1) & (t.words.size() - 1);
-    t.words[slot] = {static_cast<int32_t>(id), hash};
+    t.words[freeSlot(t.words, hash, [](needle_rt::TokWord w) { return w.id < 0; })] = {static_cast<int32_t>(id), hash};
   }
 }
 
@@ -395,10 +404,11 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.splits = out.array(splitImages);
   h.split_count = static_cast<uint32_t>(splitImages.size());
   h.merges = out.array(merges);
-  h.merge_mask = static_cast<uint32_t>(merges.size() - 1);
-  h.merged_ids = out.array(mergedIds);
+  h.merge_slots = static_cast<uint32_t>(merges.size());
+  h.merged_ids = mergedIds.empty() ? 0 : out.array(mergedIds);
+  h.merged_base = mergedBase;
   h.words = words.empty() ? 0 : out.array(words);
-  h.word_mask = words.empty() ? 0 : static_cast<uint32_t>(words.size() - 1);
+  h.word_slots = static_cast<uint32_t>(words.size());
   // Spellings serve the words' hash only.
   h.spelling = words.empty() ? 0 : out.array(spelling);
   h.spelling_offsets = words.empty() ? 0 : out.array(spellingOffsets);

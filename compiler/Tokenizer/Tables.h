@@ -57,9 +57,10 @@ struct TokenizerTables {
   std::vector<uint32_t> spellingOffsets;
   std::array<int32_t, 256> byteIds{}; // each byte's token, or its <0xNN> (-1: none)
   std::vector<Split> splits;
-  std::vector<needle_rt::TokMerge> merges; // a power of two of slots, at most 3/4 full
-  std::vector<int32_t> mergedIds;          // by rank
-  std::vector<needle_rt::TokWord> words;   // the vocabulary by spelling, when encoding needs it
+  std::vector<needle_rt::TokMerge> merges; // 3/4 full
+  std::vector<int32_t> mergedIds;          // by rank; empty when each is mergedBase + rank
+  int32_t mergedBase = 0;
+  std::vector<needle_rt::TokWord> words; // the vocabulary by spelling, when encoding needs it
   bool ignoreMerges = false, fuseUnk = false;
   int32_t unk = -1;
   Added added;                      // every added token, by its content

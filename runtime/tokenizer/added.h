@@ -63,12 +63,13 @@ inline size_t tok_point_before(const uint8_t *text, size_t at, uint32_t *c) {
 
 /// The entry of set `a` that starts at text[at] and is the longest there, or -1 (its length in
 /// *token_length); entries with a rule in `skip` do not match.
-inline int32_t tok_added_at(const uint8_t *image, const TokImageAdded &a, const uint8_t *text, size_t length,
-                            size_t at, uint8_t skip, size_t *token_length) {
+inline int32_t tok_added_at(const uint8_t *image, const TokImageAdded &a, const uint8_t *text, size_t length, size_t at,
+                            uint8_t skip, size_t *token_length) {
   const uint32_t *first = tok_array<uint32_t>(image, a.first), *offsets = tok_array<uint32_t>(image, a.text_offsets);
   for (uint32_t i = first[text[at]]; i < first[text[at] + 1]; ++i) {
     const uint32_t begin = offsets[i], size = offsets[i + 1] - begin;
-    if ((image[a.rules + i] & skip) == 0 && size <= length - at && memcmp(text + at, image + a.text + begin, size) == 0) {
+    if ((image[a.rules + i] & skip) == 0 && size <= length - at &&
+        memcmp(text + at, image + a.text + begin, size) == 0) {
       *token_length = size;
       return static_cast<int32_t>(i);
     }
@@ -82,8 +83,8 @@ inline int32_t tok_added_at(const uint8_t *image, const TokImageAdded &a, const 
 /// match (lstrip not past the previous one). Calls on_text(begin, end) for the text between
 /// matches (empty too) and on_token(id) for each match, in order.
 template <typename OnText, typename OnToken>
-inline void tok_split_added(const uint8_t *image, const TokImageAdded &a, const TokWordRuns &words,
-                            const uint8_t *text, size_t length, uint8_t skip, OnText on_text, OnToken on_token) {
+inline void tok_split_added(const uint8_t *image, const TokImageAdded &a, const TokWordRuns &words, const uint8_t *text,
+                            size_t length, uint8_t skip, OnText on_text, OnToken on_token) {
   if (a.count == 0) {
     on_text(0, length);
     return;
@@ -100,11 +101,12 @@ inline void tok_split_added(const uint8_t *image, const TokImageAdded &a, const 
     size_t start = at, stop = at + n;
     at = stop;
     uint32_t c = 0;
-    if ((rules & tok_added_single_word) && ((start > 0 && (tok_point_before(text, start, &c), words.contains(c))) ||
-                                            (stop < length && (tok_point_at(text, length, stop, &c), words.contains(c)))))
+    if ((rules & tok_added_single_word) &&
+        ((start > 0 && (tok_point_before(text, start, &c), words.contains(c))) ||
+         (stop < length && (tok_point_at(text, length, stop, &c), words.contains(c)))))
       continue;
-    for (size_t bytes; (rules & tok_added_lstrip) && start > done &&
-                       (bytes = tok_point_before(text, start, &c), tok_white_space(c));)
+    for (size_t bytes;
+         (rules & tok_added_lstrip) && start > done && (bytes = tok_point_before(text, start, &c), tok_white_space(c));)
       start -= bytes;
     for (size_t bytes; (rules & tok_added_rstrip) && stop < length &&
                        (bytes = tok_point_at(text, length, stop, &c), tok_white_space(c));)

@@ -32,7 +32,7 @@ struct TokSplit {
 };
 
 /// A merge in its hash slot: the left id (20 bits), the right id (20 bits) and the rank (24 bits),
-/// so a probe reads 8 bytes; the merged id is merged_ids[rank]. tok_no_merge marks an empty slot.
+/// so a probe reads 8 bytes; the merged id is tok_merged_id's. tok_no_merge marks an empty slot.
 using TokMerge = uint64_t;
 constexpr TokMerge tok_no_merge = ~TokMerge(0);
 constexpr uint32_t tok_max_id_bits = 20, tok_max_rank_bits = 24;
@@ -71,9 +71,9 @@ struct TokImageNormalize {
 struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, pre_steps, growth, growth_extra, points_growth, points_extra, blob,
-      token_offsets, byte_ids, splits, split_count, merges, merge_mask, merged_ids, words, word_mask, spelling,
+      token_offsets, byte_ids, splits, split_count, merges, merge_slots, merged_ids, words, word_slots, spelling,
       spelling_offsets, ignore_merges;
-  int32_t unk_id;
+  int32_t unk_id, merged_base;
   uint32_t fuse_unk, added, added_normalized, word_starts, word_runs, prefix_ids, prefix_count, suffix_ids,
       suffix_count, strip_leading;
 };
@@ -94,13 +94,14 @@ struct TokTables {
   const int32_t *byte_ids;       // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
   const TokImageSplit *splits;
   uint32_t split_count;
-  const TokMerge *merges; // open addressing, merge_mask + 1 slots
-  uint32_t merge_mask;
-  const int32_t *merged_ids; // by rank: the id a merge makes
+  const TokMerge *merges; // open addressing (tok_slot), merge_slots slots, at most 3/4 full
+  uint32_t merge_slots;
+  const int32_t *merged_ids; // by rank: the id a merge makes; null when it is merged_base + rank
+  int32_t merged_base;
   // The vocabulary by its spelling (raw bytes for byte-level, where the alphabet is a bijection),
-  // open addressing, word_mask + 1 slots; null when neither characters nor ignore_merges need it.
+  // open addressing (tok_slot), word_slots slots; null when neither characters nor ignore_merges need it.
   const TokWord *words;
-  uint32_t word_mask;
+  uint32_t word_slots;
   const uint8_t *spelling; // the words' bytes, by spelling_offsets [ids + 1]
   const uint32_t *spelling_offsets;
   uint32_t ignore_merges;                // a piece that is a token is that token
@@ -137,10 +138,11 @@ inline TokTables tok_tables(const uint8_t *image) {
                    tok_array<TokImageSplit>(image, h.splits),
                    h.split_count,
                    tok_array<TokMerge>(image, h.merges),
-                   h.merge_mask,
-                   tok_array<int32_t>(image, h.merged_ids),
+                   h.merge_slots,
+                   h.merged_ids ? tok_array<int32_t>(image, h.merged_ids) : nullptr,
+                   h.merged_base,
                    h.words ? tok_array<TokWord>(image, h.words) : nullptr,
-                   h.word_mask,
+                   h.word_slots,
                    image + h.spelling,
                    tok_array<uint32_t>(image, h.spelling_offsets),
                    h.ignore_merges,
@@ -178,6 +180,13 @@ inline uint32_t tok_hash_bytes(const uint8_t *bytes, size_t length) {
     h = (h ^ bytes[i]) * 16777619u;
   return h;
 }
+
+/// A hash's first slot in a table of `slots` (any count: the hash's high bits scaled, so a table
+/// is sized to its entries rather than to a power of two).
+inline uint32_t tok_slot(uint32_t hash, uint32_t slots) {
+  return static_cast<uint32_t>((uint64_t(hash) * slots) >> 32);
+}
+inline uint32_t tok_next_slot(uint32_t slot, uint32_t slots) { return slot + 1 == slots ? 0 : slot + 1; }
 
 /// The merges' hash of a pair of ids.
 inline uint32_t tok_hash_pair(int32_t left, int32_t right) {
@@ -238,7 +247,8 @@ struct TokCandidate {
 /// The rank of the merge of `left` and `right`, or -1 when the pair does not merge.
 inline int32_t tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
   const TokMerge key = tok_merge_key(left, right), rank_mask = (TokMerge(1) << tok_max_rank_bits) - 1;
-  for (uint32_t slot = tok_hash_pair(left, right) & t.merge_mask;; slot = (slot + 1) & t.merge_mask) {
+  for (uint32_t slot = tok_slot(tok_hash_pair(left, right), t.merge_slots);;
+       slot = tok_next_slot(slot, t.merge_slots)) {
     const TokMerge m = t.merges[slot];
     if (m == tok_no_merge)
       return -1;
@@ -249,7 +259,7 @@ inline int32_t tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
 
 inline int32_t tok_find_word(const TokTables &t, const uint8_t *bytes, size_t length) {
   const uint32_t hash = tok_hash_bytes(bytes, length);
-  for (uint32_t slot = hash & t.word_mask;; slot = (slot + 1) & t.word_mask) {
+  for (uint32_t slot = tok_slot(hash, t.word_slots);; slot = tok_next_slot(slot, t.word_slots)) {
     const TokWord &w = t.words[slot];
     if (w.id < 0)
       return -1;
@@ -296,7 +306,7 @@ inline void tok_offer(const TokTables &t, const TokSymbol *symbols, int32_t pos,
     return;
   const int32_t rank = tok_find_merge(t, symbols[pos].id, symbols[symbols[pos].next].id);
   if (rank >= 0)
-    tok_heap_push(heap, size, TokCandidate{rank, pos, t.merged_ids[rank]});
+    tok_heap_push(heap, size, TokCandidate{rank, pos, t.merged_ids ? t.merged_ids[rank] : t.merged_base + rank});
 }
 
 /// Bytes of scratch BPE needs per byte of a piece: one symbol and up to three candidates.
