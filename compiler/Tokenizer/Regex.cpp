@@ -7,23 +7,28 @@
 
 namespace needle::tokenizer {
 
-bool CharClass::contains(char32_t c) const {
-  auto raw = [&](char32_t x) {
-    for (const auto &[low, high] : ranges)
-      if (x >= low && x <= high)
-        return true;
-    return inCategories(x, categories) || (notCategories && x < kInvalidByte && !inCategories(x, notCategories)) ||
-           (whiteSpace && isWhiteSpace(x)) || (notWhiteSpace && x < kInvalidByte && !isWhiteSpace(x));
-  };
-  bool in = raw(c);
-  if (!in && caseless) {
-    const char32_t folded = foldCase(c);
-    in = raw(folded);
-    for (const auto &[low, high] : ranges) // literals and short ranges: any member folding the same way
-      for (char32_t x = low; !in && x <= high && x - low < 256; ++x)
-        in = foldCase(x) == folded;
-  }
+CodePointFacts CodePointFacts::of(char32_t c) { return {c, categoryBits(c), isWhiteSpace(c)}; }
+
+bool CharClass::rawContains(const CodePointFacts &x) const {
+  for (const auto &[low, high] : ranges)
+    if (x.c >= low && x.c <= high)
+      return true;
+  const bool valid = x.c < kInvalidByte;
+  return (x.categories & categories) || (notCategories && valid && !(x.categories & notCategories)) ||
+         (whiteSpace && x.whiteSpace) || (notWhiteSpace && valid && !x.whiteSpace);
+}
+
+bool CharClass::contains(const CodePointFacts &c, const CodePointFacts &folded) const {
+  bool in = rawContains(c);
+  // Caseless: the folded code point's class, or literals and short ranges with a member folding
+  // the same way.
+  if (!in && caseless)
+    in = rawContains(folded) || std::binary_search(foldedMembers.begin(), foldedMembers.end(), folded.c);
   return in != negated;
+}
+
+bool CharClass::contains(char32_t c) const {
+  return contains(CodePointFacts::of(c), caseless ? CodePointFacts::of(foldCase(c)) : CodePointFacts{});
 }
 
 namespace {
@@ -104,6 +109,12 @@ private:
 
   int32_t addClass(CharClass c) {
     c.caseless = caseless_;
+    if (c.caseless) {
+      for (const auto &[low, high] : c.ranges)
+        for (char32_t x = low; x <= high && x - low < 256; ++x)
+          c.foldedMembers.push_back(foldCase(x));
+      std::sort(c.foldedMembers.begin(), c.foldedMembers.end());
+    }
     out_.classes_.push_back(std::move(c));
     return static_cast<int32_t>(out_.classes_.size() - 1);
   }

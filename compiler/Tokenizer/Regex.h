@@ -17,6 +17,15 @@
 
 namespace needle::tokenizer {
 
+/// What a character class asks of a code point, looked up once: the scanner asks every class
+/// about every code point, and these lookups were most of needlec's time per tokenizer.
+struct CodePointFacts {
+  char32_t c;
+  uint32_t categories; // its general category's categoryMask() bit (none for an invalid byte)
+  bool whiteSpace;
+  static CodePointFacts of(char32_t c);
+};
+
 /// A set of code points: ranges and general-category masks, or White_Space, then negated.
 struct CharClass {
   std::vector<std::pair<char32_t, char32_t>> ranges;
@@ -25,7 +34,15 @@ struct CharClass {
   bool whiteSpace = false, notWhiteSpace = false;
   bool negated = false;
   bool caseless = false; // (?i): also matches the case-folded code point's class
+  /// Caseless: the case folding of each member of the ranges (the first 256 of a range), sorted.
+  std::vector<char32_t> foldedMembers = {};
+
   bool contains(char32_t c) const;
+  /// contains(c.c), given the facts of c and of its case folding (used only when caseless).
+  bool contains(const CodePointFacts &c, const CodePointFacts &folded) const;
+
+private:
+  bool rawContains(const CodePointFacts &c) const;
 };
 
 class Regex {

@@ -36,19 +36,20 @@ Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
   const std::vector<CharClass> &classes = regex.classes();
   if (classes.size() > kMaxClasses)
     fail("the pattern has {} character classes; a scanner takes at most {}", classes.size(), kMaxClasses);
-  auto key = [&](char32_t c) {
-    std::vector<bool> in(classes.size());
+  const bool caseless = std::any_of(classes.begin(), classes.end(), [](const CharClass &k) { return k.caseless; });
+  // Which classes hold c, each code point's facts looked up once for all classes (needlec
+  // compiles a tokenizer's scanners on every run; this loop was most of it).
+  auto fill = [&](char32_t c, std::vector<bool> &in) {
+    const CodePointFacts facts = CodePointFacts::of(c);
+    const CodePointFacts folded = caseless ? CodePointFacts::of(foldCase(c)) : CodePointFacts{};
     for (size_t k = 0; k < classes.size(); ++k)
-      in[k] = classes[k].contains(c);
-    return in;
+      in[k] = classes[k].contains(facts, folded);
   };
-  // Neighbouring code points mostly share their classes: look a key up only when it changes
-  // (needlec compiles a tokenizer's scanners on every run; this loop was most of it).
+  // Neighbouring code points mostly share their classes: look a key up only when it changes.
   std::vector<bool> in(classes.size()), previous;
   uint16_t symbol = 0;
   for (char32_t c = 0; c <= 0x10FFFF; ++c) {
-    for (size_t k = 0; k < classes.size(); ++k)
-      in[k] = classes[k].contains(c);
+    fill(c, in);
     if (in != previous) {
       symbol = symbols.symbolFor(in, ids);
       previous = in;
@@ -58,7 +59,8 @@ Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
       tables.symbolOf.push_back(symbol);
     }
   }
-  tables.invalidSymbol = symbols.symbolFor(key(kInvalidByte), ids);
+  fill(kInvalidByte, in);
+  tables.invalidSymbol = symbols.symbolFor(in, ids);
   tables.endSymbol = static_cast<uint16_t>(symbols.members.size()); // in no class
   symbols.members.push_back(std::vector<bool>(classes.size()));
   return symbols;

@@ -137,6 +137,10 @@ uint32_t categoryMask(std::string_view name) {
   return mask == UCHAR_INVALID_CODE ? 0 : static_cast<uint32_t>(mask);
 }
 
+uint32_t categoryBits(char32_t c) {
+  return c < kInvalidByte ? static_cast<uint32_t>(U_GET_GC_MASK(static_cast<UChar32>(c))) : 0;
+}
+
 bool inCategories(char32_t c, uint32_t mask) {
   return c < kInvalidByte && (U_GET_GC_MASK(static_cast<UChar32>(c)) & mask) != 0;
 }

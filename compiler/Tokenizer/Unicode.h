@@ -33,6 +33,8 @@ int byteLevelByte(char32_t c);
 /// inCategories, or 0 when the name is none.
 uint32_t categoryMask(std::string_view name);
 bool inCategories(char32_t c, uint32_t mask);
+/// The categoryMask() bit of c's general category; 0 for an invalid byte.
+uint32_t categoryBits(char32_t c);
 /// Unicode's White_Space property (what Oniguruma's \s matches).
 bool isWhiteSpace(char32_t c);
 /// A word character as Rust's regex \w (Unicode's UTS #18): Alphabetic, a mark, a decimal digit,
