@@ -350,6 +350,29 @@ private:
   std::map<std::string, uint32_t> offsets_; // each array written, by its bytes
 };
 
+/// Offsets as needle_rt::TokOffsets: the largest block (2^shift entries, up to 2^8) whose
+/// entries all lie within 65,535 bytes of its first.
+struct SteppedOffsets {
+  std::vector<uint32_t> bases;
+  std::vector<uint16_t> steps;
+  uint32_t shift = 0;
+};
+SteppedOffsets stepped(const std::vector<uint32_t> &offsets) {
+  for (uint32_t shift = 8;; --shift) {
+    SteppedOffsets out{{}, {}, shift};
+    bool fits = true;
+    for (size_t i = 0; i < offsets.size() && fits; ++i) {
+      if (i % (size_t(1) << shift) == 0)
+        out.bases.push_back(offsets[i]);
+      const uint32_t step = offsets[i] - out.bases.back();
+      fits = step <= UINT16_MAX;
+      out.steps.push_back(static_cast<uint16_t>(step));
+    }
+    if (fits) // shift 0 always fits: every step is 0
+      return out;
+  }
+}
+
 /// Writes a set of added tokens' arrays and its record; returns the record's offset.
 uint32_t addedImage(ImageWriter &out, const TokenizerTables::Added &a) {
   const needle_rt::TokImageAdded record{out.array(a.first),       out.array(a.ids),
@@ -394,7 +417,10 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.points_growth = pointsGrowth;
   h.points_extra = pointsExtra;
   h.blob = out.array(blob);
-  h.token_offsets = out.array(tokenOffsets);
+  const SteppedOffsets tokens = stepped(tokenOffsets);
+  h.token_bases = out.array(tokens.bases);
+  h.token_steps = out.array(tokens.steps);
+  h.token_shift = tokens.shift;
   h.byte_ids = out.array(byteIds);
   std::vector<needle_rt::TokImageSplit> splitImages;
   for (const Split &s : splits)
@@ -411,7 +437,10 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.word_slots = static_cast<uint32_t>(words.size());
   // Spellings serve the words' hash only.
   h.spelling = words.empty() ? 0 : out.array(spelling);
-  h.spelling_offsets = words.empty() ? 0 : out.array(spellingOffsets);
+  const SteppedOffsets spellings = stepped(spellingOffsets);
+  h.spelling_bases = words.empty() ? 0 : out.array(spellings.bases);
+  h.spelling_steps = words.empty() ? 0 : out.array(spellings.steps);
+  h.spelling_shift = spellings.shift;
   h.ignore_merges = ignoreMerges;
   h.unk_id = unk;
   h.fuse_unk = fuseUnk;

@@ -43,6 +43,16 @@ inline TokMerge tok_merge_key(int32_t left, int32_t right) {
                                                                                  << tok_max_rank_bits;
 }
 
+/// Offsets [count + 1] into a blob, as 16-bit steps from a base per block of 2^shift entries:
+/// offset i is bases[i >> shift] + steps[i], 2 bytes an entry where a flat array takes 4 (the
+/// compiler picks the largest shift whose steps fit 16 bits; 0 always does).
+struct TokOffsets {
+  const uint32_t *bases;
+  const uint16_t *steps;
+  uint32_t shift;
+  uint32_t operator[](uint32_t i) const { return bases[i >> shift] + steps[i]; }
+};
+
 /// A vocabulary token by its bytes (its spelling in the vocabulary): id = -1 marks an empty slot.
 struct TokWord {
   int32_t id;
@@ -71,8 +81,8 @@ struct TokImageNormalize {
 struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, pre_steps, growth, growth_extra, points_growth, points_extra, blob,
-      token_offsets, byte_ids, splits, split_count, merges, merge_slots, merged_ids, words, word_slots, spelling,
-      spelling_offsets, ignore_merges;
+      token_bases, token_steps, token_shift, byte_ids, splits, split_count, merges, merge_slots, merged_ids, words,
+      word_slots, spelling, spelling_bases, spelling_steps, spelling_shift, ignore_merges;
   int32_t unk_id, merged_base;
   uint32_t fuse_unk, added, added_normalized, word_starts, word_runs, prefix_ids, prefix_count, suffix_ids,
       suffix_count, strip_leading;
@@ -88,10 +98,10 @@ struct TokTables {
   uint32_t normalizer_steps, pre_steps;
   uint32_t growth, growth_extra; // a normalized text is at most growth * length + growth_extra bytes
   uint32_t points_growth,
-      points_extra;    // a Unicode step decomposes into at most points_growth * length + points_extra code points
-  const uint8_t *blob; // every id's bytes in a text, by token_offsets
-  const uint32_t *token_offsets; // [ids + 1]
-  const int32_t *byte_ids;       // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
+      points_extra;         // a Unicode step decomposes into at most points_growth * length + points_extra code points
+  const uint8_t *blob;      // every id's bytes in a text, by token_offsets
+  TokOffsets token_offsets; // [ids + 1]
+  const int32_t *byte_ids;  // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
   const TokImageSplit *splits;
   uint32_t split_count;
   const TokMerge *merges; // open addressing (tok_slot), merge_slots slots, at most 3/4 full
@@ -103,7 +113,7 @@ struct TokTables {
   const TokWord *words;
   uint32_t word_slots;
   const uint8_t *spelling; // the words' bytes, by spelling_offsets [ids + 1]
-  const uint32_t *spelling_offsets;
+  TokOffsets spelling_offsets;
   uint32_t ignore_merges;                // a piece that is a token is that token
   int32_t unk_id;                        // a character no token spells and no byte fallback covers; -1: none
   uint32_t fuse_unk;                     // consecutive unknown characters are one unknown token
@@ -119,6 +129,10 @@ struct TokTables {
 
 enum { TOK_ENCODE_SPECIAL = 1, TOK_ENCODE_BOS_EOS = 2 };
 
+inline TokOffsets tok_offsets(const uint8_t *image, uint32_t bases, uint32_t steps, uint32_t shift) {
+  return TokOffsets{tok_array<uint32_t>(image, bases), tok_array<uint16_t>(image, steps), shift};
+}
+
 /// The tables of an image (8-byte aligned) that needlec built.
 inline TokTables tok_tables(const uint8_t *image) {
   const TokImage &h = *tok_array<TokImage>(image, 0);
@@ -133,7 +147,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.points_growth,
                    h.points_extra,
                    image + h.blob,
-                   tok_array<uint32_t>(image, h.token_offsets),
+                   tok_offsets(image, h.token_bases, h.token_steps, h.token_shift),
                    tok_array<int32_t>(image, h.byte_ids),
                    tok_array<TokImageSplit>(image, h.splits),
                    h.split_count,
@@ -144,7 +158,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.words ? tok_array<TokWord>(image, h.words) : nullptr,
                    h.word_slots,
                    image + h.spelling,
-                   tok_array<uint32_t>(image, h.spelling_offsets),
+                   tok_offsets(image, h.spelling_bases, h.spelling_steps, h.spelling_shift),
                    h.ignore_merges,
                    h.unk_id,
                    h.fuse_unk,

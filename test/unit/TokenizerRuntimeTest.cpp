@@ -265,7 +265,7 @@ TEST(TokenizerRuntime, ImageArraysAreAlignedForTheirElements) {
   needle_rt::TokImage header;
   std::memcpy(&header, image.data(), sizeof header);
   EXPECT_EQ(header.merges % alignof(needle_rt::TokMerge), 0u);
-  for (uint32_t offset : {header.token_offsets, header.byte_ids, header.added, header.word_starts})
+  for (uint32_t offset : {header.token_bases, header.token_steps, header.byte_ids, header.added, header.word_starts})
     EXPECT_EQ(offset % 4, 0u);
   EXPECT_EQ(header.blob % 4, 0u);
 }
