@@ -85,12 +85,22 @@ private:
 };
 
 /// A Replace pattern: {"String": s} (a {"Regex": ...} pattern is not supported there).
+/// `node`'s string, which text is matched against or made of: valid UTF-8 (the JSON reader
+/// takes raw bytes), so a match always ends between characters.
+std::string text(const Node &node) {
+  std::string s = node.string();
+  const std::vector<char32_t> points = decodeUtf8(s);
+  if (std::any_of(points.begin(), points.end(), [](char32_t c) { return c >= kInvalidByte; }))
+    node.fail("is not valid UTF-8");
+  return s;
+}
+
 std::string literalPattern(const Node &pattern) {
   pattern.onlyMembers({"String"});
-  std::string text = pattern.member("String").string();
-  if (text.empty()) // it would match everywhere: "replace every empty string" has no sensible reading
+  std::string literal = text(pattern.member("String"));
+  if (literal.empty()) // it would match everywhere: "replace every empty string" has no sensible reading
     pattern.member("String").fail("an empty pattern is not supported");
-  return text;
+  return literal;
 }
 
 /// The steps of `node`, flattening Sequence (its steps under `listKey`).
@@ -116,11 +126,11 @@ void readNormalizer(const Node &node, TokenizerSpec &spec) {
       spec.normalizer.push_back({type == "NFC" ? NormalizerStep::Kind::Nfc : NormalizerStep::Kind::Nfkc, "", ""});
     } else if (type == "Prepend") {
       step.onlyMembers({"type", "prepend"});
-      spec.normalizer.push_back({NormalizerStep::Kind::Prepend, step.member("prepend").string(), ""});
+      spec.normalizer.push_back({NormalizerStep::Kind::Prepend, text(step.member("prepend")), ""});
     } else if (type == "Replace") {
       step.onlyMembers({"type", "pattern", "content"});
       spec.normalizer.push_back(
-          {NormalizerStep::Kind::Replace, literalPattern(step.member("pattern")), step.member("content").string()});
+          {NormalizerStep::Kind::Replace, literalPattern(step.member("pattern")), text(step.member("content"))});
     } else {
       step.member("type").fail("normalizer \"{}\" is not supported (NFC, NFKC, Prepend, Replace, Sequence)", type);
     }
@@ -137,7 +147,7 @@ std::pair<std::string, std::string> readMetaspace(const Node &step) {
   if (prependScheme != "always" && prependScheme != "first" && prependScheme != "never")
     scheme.fail("\"{}\" is not always, first or never", prependScheme);
   const Node replacement = step.member("replacement");
-  if (decodeUtf8(replacement.string()).size() != 1)
+  if (decodeUtf8(text(replacement)).size() != 1)
     replacement.fail("\"{}\" is not one character", replacement.string());
   return {replacement.string(), std::move(prependScheme)};
 }
@@ -346,7 +356,7 @@ void readAddedTokens(const Node &node, TokenizerSpec &spec) {
     token.onlyMembers({"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
     AddedToken added;
     added.id = static_cast<int32_t>(token.member("id").integer(0, kMaxTokenIds - 1));
-    added.content = token.member("content").string();
+    added.content = text(token.member("content"));
     if (added.content.empty())
       token.member("content").fail("an added token is not empty");
     if (!ids.insert(added.id).second)

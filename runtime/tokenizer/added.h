@@ -105,8 +105,10 @@ inline void tok_split_added(const uint8_t *image, const TokImageAdded &a, const 
         ((start > 0 && (tok_point_before(text, start, &c), words.contains(c))) ||
          (stop < length && (tok_point_at(text, length, stop, &c), words.contains(c)))))
       continue;
-    for (size_t bytes;
-         (rules & tok_added_lstrip) && start > done && (bytes = tok_point_before(text, start, &c), tok_white_space(c));)
+    // Whole characters only, never into the previous match (tokens are valid UTF-8, so a match
+    // ends between characters; the bytes check keeps that so for any table).
+    for (size_t bytes; (rules & tok_added_lstrip) && start > done &&
+                       (bytes = tok_point_before(text, start, &c), tok_white_space(c) && bytes <= start - done);)
       start -= bytes;
     for (size_t bytes; (rules & tok_added_rstrip) && stop < length &&
                        (bytes = tok_point_at(text, length, stop, &c), tok_white_space(c));)
