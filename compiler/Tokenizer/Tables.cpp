@@ -136,15 +136,25 @@ void concatenate(const std::vector<std::string> &tokens, std::vector<uint8_t> &b
 
 uint32_t ceilDiv(size_t a, size_t b) { return static_cast<uint32_t>((a + b - 1) / b); }
 
-/// Grows the bound by what a Replace, or a step that puts text before, can add.
-void growBound(TokenizerTables &t, const TokenizerTables::Normalize &step) {
-  if (step.kind != needle_rt::tok_step_replace) {
-    t.growthExtra += static_cast<uint32_t>(step.to.size());
-    return;
-  }
-  const uint32_t factor = std::max<uint32_t>(1, ceilDiv(step.to.size(), step.from.size()));
-  t.growth *= factor;
-  t.growthExtra *= factor;
+/// a * b + c, which a bound must keep below 2^31 (the runtime's limit on a normalized text).
+uint32_t boundTerm(uint64_t a, uint64_t b, uint64_t c, const std::string &source) {
+  const uint64_t value = a * b + c; // each below 2^32: no wrap in 64 bits
+  if (value > INT32_MAX)
+    unsupported(source, "normalizer: steps that can lengthen a text past 2^31 times");
+  return static_cast<uint32_t>(value);
+}
+
+/// Grows the bound by `factor` (a step that multiplies the length) and `extra` (bytes it adds).
+void growBound(TokenizerTables &t, uint32_t factor, uint32_t extra, const std::string &source) {
+  t.growth = boundTerm(t.growth, factor, 0, source);
+  t.growthExtra = boundTerm(t.growthExtra, factor, extra, source);
+}
+
+/// The same for a Replace, or a step that puts text before.
+void growBound(TokenizerTables &t, const TokenizerTables::Normalize &step, const std::string &source) {
+  if (step.kind != needle_rt::tok_step_replace)
+    return growBound(t, 1, static_cast<uint32_t>(step.to.size()), source);
+  growBound(t, std::max<uint32_t>(1, ceilDiv(step.to.size(), step.from.size())), 0, source);
 }
 
 size_t utf8Length(char32_t c) {
@@ -208,7 +218,7 @@ std::vector<TokenizerTables::Normalize> preTokenizerSteps(const TokenizerSpec &s
 }
 
 /// The normalizer's steps (the file's, then preTokenizerSteps) and the bound of the text they make.
-void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
+void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec, const std::string &source) {
   for (const NormalizerStep &step : spec.normalizer) {
     if (step.kind == NormalizerStep::Kind::Prepend) {
       t.normalizer.push_back({needle_rt::tok_step_prepend, "", step.text, {}});
@@ -219,17 +229,16 @@ void fillNormalizer(TokenizerTables &t, const TokenizerSpec &spec) {
       const NormalForm form = step.kind == NormalizerStep::Kind::Nfc ? NormalForm::Nfc : NormalForm::Nfkc;
       t.normalizer.push_back({needle_rt::tok_step_unicode, "", "", unicodeTables(form, factor, points)});
       // Its input is at most the bound so far, each byte at most `points` code points.
-      t.pointsGrowth = std::max(t.pointsGrowth, points * t.growth);
-      t.pointsExtra = std::max(t.pointsExtra, points * t.growthExtra);
-      t.growth *= factor;
-      t.growthExtra *= factor;
+      t.pointsGrowth = std::max(t.pointsGrowth, boundTerm(points, t.growth, 0, source));
+      t.pointsExtra = std::max(t.pointsExtra, boundTerm(points, t.growthExtra, 0, source));
+      growBound(t, factor, 0, source);
       continue;
     }
-    growBound(t, t.normalizer.back());
+    growBound(t, t.normalizer.back(), source);
   }
   for (const TokenizerTables::Normalize &step : preTokenizerSteps(spec)) {
     t.normalizer.push_back(step);
-    growBound(t, step);
+    growBound(t, step, source);
     ++t.preSteps;
   }
 }
@@ -327,10 +336,11 @@ public:
   template <typename Range> uint32_t array(const Range &values) {
     const auto *data = reinterpret_cast<const char *>(std::data(values));
     std::string content(data, std::size(values) * sizeof(*std::data(values)));
-    if (const auto written = offsets_.find(content); written != offsets_.end())
-      return written->second;
-    // Each array at its elements' alignment, 4 at least (the 8-byte merge slots at 8).
+    // Each array at its elements' alignment, 4 at least (the 8-byte merge slots at 8); one with
+    // the bytes of an earlier array shares it only where that alignment holds.
     const size_t align = std::max<size_t>(4, alignof(std::remove_cvref_t<decltype(*std::data(values))>));
+    if (const auto written = offsets_.find(content); written != offsets_.end() && written->second % align == 0)
+      return written->second;
     bytes_.resize((bytes_.size() + align - 1) / align * align);
     const size_t offset = bytes_.size();
     bytes_.insert(bytes_.end(), content.begin(), content.end());
@@ -502,7 +512,7 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
   if (!t.byteLevel && !spec.model.unk && std::count(t.byteIds.begin(), t.byteIds.end(), -1))
     unsupported(source, "model: byte_fallback without every <0xXX> token and without unk_token");
 
-  fillNormalizer(t, spec);
+  fillNormalizer(t, spec, source);
   for (size_t i = 0; i < spec.preTokenizer.size(); ++i) {
     const PreTokenizerStep &step = spec.preTokenizer[i];
     const std::string where = fmt::format("{}: pre_tokenizer step {}", source, i);

@@ -3,6 +3,7 @@
 // enough that a quadratic BPE would show, the contract's edges (no room, too little scratch),
 // and the streaming decoder's holding back of split UTF-8 and its U+FFFD. The real tokenizers
 // are checked against the oracle in test/lit/tokenizer/compiled.test.
+#include "Support/Error.h"
 #include "Tokenizer/ReferenceTokenizer.h"
 #include "Tokenizer/Tables.h"
 #include "Tokenizer/TokenizerJson.h"
@@ -214,6 +215,26 @@ TEST(TokenizerRuntime, NormalizedAddedTokensMatchTheirNormalizedContent) {
               "vocab": {"<unk>": 0, "<s>": 1, "▁": 2, "a": 3, "▁a": 4}, "merges": ["▁ a"]}})",
                                                 "tok.json");
   expectBoth(spec, {{"a <s><s>", {4, 1, 0}}, {"<s>a", {1, 3}}, {"a<s>", {4, 0}}});
+}
+
+TEST(TokenizerRuntime, NormalizersThatCouldGrowATextPast2To31AreRefused) {
+  // 31 Replace steps doubling "a": the bound would pass 2^31 (and wrap a 32-bit factor at 32).
+  std::string steps;
+  for (int i = 0; i < 31; ++i)
+    steps += std::string(i ? ", " : "") + R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aa"})";
+  const TokenizerSpec spec = parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [], "normalizer": {"type": "Sequence", "normalizers": [)" +
+                                                    steps + R"(]},
+    "pre_tokenizer": null, "post_processor": null, "decoder": null,
+    "model": {"type": "BPE", "unk_token": "<unk>", "vocab": {"<unk>": 0, "a": 1}, "merges": []}})",
+                                                "tok.json");
+  try {
+    buildTokenizerTables(spec, "tok.json");
+    ADD_FAILURE() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "tok.json: normalizer: steps that can lengthen a text past 2^31 times is not compiled "
+                           "yet (docs/tokenizer.md, \"The compiled tokenizer\")");
+  }
 }
 
 TEST(TokenizerRuntime, NoRoomGivesTheCountAndWritesNothingPastIt) {
