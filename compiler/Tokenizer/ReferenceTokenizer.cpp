@@ -118,12 +118,6 @@ std::optional<char32_t> pointAt(std::string_view text, size_t at) {
   return at == text.size() ? std::nullopt : std::optional(decodeUtf8(text.substr(at, 4)).front());
 }
 
-size_t utf8Size(char32_t c) {
-  std::string bytes;
-  appendUtf8(bytes, c);
-  return bytes.size();
-}
-
 /// A text split at added tokens, as the Rust crate's find_matches: the longest token at the
 /// leftmost position, matches not overlapping; a single_word match with a word character
 /// (regex \w) next to it is dropped (its text stays text); lstrip takes the white space before it
@@ -148,9 +142,9 @@ splitByAdded(std::string_view text, const std::vector<std::pair<std::string, con
     if (token.singleWord && ((before && isWordCharacter(*before)) || (after && isWordCharacter(*after))))
       continue;
     for (std::optional<char32_t> c; token.lstrip && start > done && (c = pointBefore(text, start)) && isWhiteSpace(*c);)
-      start -= utf8Size(*c);
+      start -= utf8Length(*c);
     for (std::optional<char32_t> c; token.rstrip && (c = pointAt(text, stop)) && isWhiteSpace(*c);)
-      stop += utf8Size(*c);
+      stop += utf8Length(*c);
     start = std::max(start, done);
     if (done < start)
       splits.push_back({text.substr(done, start - done), done, -1});

@@ -157,12 +157,6 @@ void growBound(TokenizerTables &t, const TokenizerTables::Normalize &step, const
   growBound(t, std::max<uint32_t>(1, ceilDiv(step.to.size(), step.from.size())), 0, source);
 }
 
-size_t utf8Length(char32_t c) {
-  std::string bytes;
-  appendUtf8(bytes, c);
-  return bytes.size();
-}
-
 /// An NFC or NFKC step's tables; `growth` and `pointsPerByte` get the most bytes and code points
 /// a byte of text becomes.
 TokenizerTables::Unicode unicodeTables(NormalForm form, uint32_t &growth, uint32_t &pointsPerByte) {

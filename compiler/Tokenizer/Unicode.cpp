@@ -67,6 +67,8 @@ void appendUtf8(std::string &out, char32_t c) {
   }
 }
 
+size_t utf8Length(char32_t c) { return c >= kInvalidByte || c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
+
 std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, size_t end) {
   std::string out;
   for (size_t i = begin; i < end; ++i)

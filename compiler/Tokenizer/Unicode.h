@@ -20,6 +20,8 @@ std::vector<char32_t> decodeUtf8(std::string_view text);
 /// The bytes of code points from decodeUtf8 (invalid bytes as they were).
 std::string encodeUtf8(const std::vector<char32_t> &codePoints, size_t begin, size_t end);
 void appendUtf8(std::string &out, char32_t c);
+/// The bytes appendUtf8 writes for c.
+size_t utf8Length(char32_t c);
 /// `bytes` as valid UTF-8: each maximal invalid subpart becomes U+FFFD (WHATWG's decoder).
 std::string lossyUtf8(std::string_view bytes);
 
