@@ -1,6 +1,7 @@
 #include "Tokenizer/Tables.h"
 
 #include "Support/Error.h"
+#include "Support/ImageWriter.h"
 #include "Tokenizer/ReferenceTokenizer.h"
 #include "Tokenizer/Regex.h"
 #include "Tokenizer/Scanner.h"
@@ -8,10 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <iterator>
-#include <map>
-#include <type_traits>
 #include <unordered_map>
 
 namespace needle::tokenizer {
@@ -322,37 +319,7 @@ void fillAdded(TokenizerTables &t, const TokenizerSpec &spec, const std::string 
 /// Lays out an image: the header's room first, then each array at its elements' alignment (4 at least),
 /// once: an array with the bytes of one already written shares it (a byte-level vocabulary's
 /// spellings are its token bytes).
-class ImageWriter {
-public:
-  ImageWriter() : bytes_(sizeof(needle_rt::TokImage)) {}
-
-  /// Appends `values` raw (every target is little-endian, as this machine) and returns their offset.
-  template <typename Range> uint32_t array(const Range &values) {
-    const auto *data = reinterpret_cast<const char *>(std::data(values));
-    std::string content(data, std::size(values) * sizeof(*std::data(values)));
-    // Each array at its elements' alignment, 4 at least (the 8-byte merge slots at 8); one with
-    // the bytes of an earlier array shares it only where that alignment holds.
-    const size_t align = std::max<size_t>(4, alignof(std::remove_cvref_t<decltype(*std::data(values))>));
-    if (const auto written = offsets_.find(content); written != offsets_.end() && written->second % align == 0)
-      return written->second;
-    bytes_.resize((bytes_.size() + align - 1) / align * align);
-    const size_t offset = bytes_.size();
-    bytes_.insert(bytes_.end(), content.begin(), content.end());
-    if (bytes_.size() > UINT32_MAX)
-      fail("the tokenizer's tables take {} bytes, more than 4 GiB", bytes_.size());
-    offsets_.emplace(std::move(content), static_cast<uint32_t>(offset));
-    return static_cast<uint32_t>(offset);
-  }
-
-  std::vector<uint8_t> finish(const needle_rt::TokImage &header) {
-    std::memcpy(bytes_.data(), &header, sizeof header);
-    return std::move(bytes_);
-  }
-
-private:
-  std::vector<uint8_t> bytes_;
-  std::map<std::string, uint32_t> offsets_; // each array written, by its bytes
-};
+using ImageWriter = needle::ImageWriter<needle_rt::TokImage>;
 
 /// Offsets as needle_rt::TokOffsets: the largest block (2^shift entries, up to 2^8) whose
 /// entries all lie within 65,535 bytes of its first.
@@ -404,7 +371,7 @@ uint32_t unicodeImage(ImageWriter &out, const TokenizerTables::Unicode &u) {
 } // namespace
 
 std::vector<uint8_t> TokenizerTables::image() const {
-  ImageWriter out;
+  ImageWriter out("the tokenizer's tables");
   needle_rt::TokImage h{};
   h.ids = ids;
   h.byte_level = byteLevel;
