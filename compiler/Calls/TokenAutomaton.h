@@ -1,0 +1,37 @@
+// The call automaton over the model's tokens (docs/tool-calls.md): for each state of the byte
+// automaton, the tokens whose bytes keep the output a valid prefix of a call, the state each
+// leads to, and how few tokens can still finish the call; stored as the image the runtime reads
+// (runtime/calls/calls.h). No MLIR.
+#pragma once
+
+#include "Calls/ByteAutomaton.h"
+#include "runtime/calls/calls.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace needle::calls {
+
+struct CallTablesFigures {
+  uint32_t states = 0, bitsets = 0, groups = 0, edges = 0;
+  uint64_t bytes = 0;
+};
+
+struct CompiledCalls {
+  std::vector<uint8_t> image; // needle_rt::CallImage and its arrays
+  CallTablesFigures figures;
+};
+
+/// The call automaton of `bytes` over a vocabulary of `tokens.size()` ids: each id's bytes in a
+/// text, none for an id that never appears in a call (special tokens, unused ids). `endToken`
+/// (-1: none) must follow a whole call; without one the call ends where its JSON does, which
+/// needs a language in which no whole value is the prefix of another. Errors name `source`.
+CompiledCalls buildCallAutomaton(const ByteAutomaton &bytes, const std::vector<std::optional<std::string>> &tokens,
+                                 int32_t endToken, const std::string &source);
+
+/// The runtime's view of an image that buildCallAutomaton made (8-byte aligned).
+inline needle_rt::CallTables callTables(const std::vector<uint8_t> &image) { return needle_rt::call_tables(image.data()); }
+
+} // namespace needle::calls

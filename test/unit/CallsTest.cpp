@@ -1,0 +1,224 @@
+// The call language's automata (compiler/Calls, runtime/calls/calls.h): which texts a schema's
+// automaton accepts, against what JSON Schema says of them, and the token automaton's masks and
+// moves against walking the byte automaton over each token's bytes.
+#include "Calls/ByteAutomaton.h"
+#include "Calls/Schema.h"
+#include "Calls/TokenAutomaton.h"
+#include "Support/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace needle::calls {
+namespace {
+
+/// The automaton of calls of one tool named "f" whose arguments' schema is `parameters`.
+ByteAutomaton callsOf(const std::string &parameters) {
+  const std::string tools = R"([{"name": "f", "parameters": )" + parameters + "}]";
+  return buildByteAutomaton(callLanguage(parseTools(tools, "tools.json"), "tools.json"), "tools.json");
+}
+
+bool accepts(const ByteAutomaton &dfa, std::string_view text) {
+  int32_t state = 0;
+  for (const char c : text)
+    if ((state = dfa.step(uint32_t(state), uint8_t(c))) < 0)
+      return false;
+  return dfa.accepting[uint32_t(state)];
+}
+
+std::string call(const std::string &arguments) { return R"({"name":"f","arguments":)" + arguments + "}"; }
+
+std::string errorOf(const std::string &parameters) {
+  try {
+    callsOf(parameters);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CallsTest, IntegersInRangeAreExactlyThoseBetweenTheBounds) {
+  const std::pair<int64_t, int64_t> ranges[] = {{-12, 345}, {0, 0}, {7, 7}, {-1000, -999}, {99, 101}, {-5, 1000}};
+  for (const auto &[low, high] : ranges) {
+    const ByteAutomaton dfa = callsOf(fmt::format(
+        R"({{"type": "object", "properties": {{"n": {{"type": "integer", "minimum": {}, "maximum": {}}}}}, "required": ["n"]}})",
+        low, high));
+    for (int64_t n = -2000; n <= 2000; ++n)
+      EXPECT_EQ(accepts(dfa, call(fmt::format(R"({{"n":{}}})", n))), n >= low && n <= high) << n << " in " << low << ".." << high;
+    EXPECT_FALSE(accepts(dfa, call(R"({"n":-0})")));
+    EXPECT_FALSE(accepts(dfa, call(R"({"n":007})")));
+  }
+}
+
+TEST(CallsTest, ExclusiveAndOneSidedIntegerBounds) {
+  const ByteAutomaton dfa = callsOf(
+      R"({"type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": -3}}, "required": ["n"]})");
+  for (int64_t n = -100; n <= 100000; n += (n < 100 ? 1 : 997))
+    EXPECT_EQ(accepts(dfa, call(fmt::format(R"({{"n":{}}})", n))), n > -3) << n;
+  const ByteAutomaton below = callsOf(
+      R"({"type": "object", "properties": {"n": {"type": "integer", "exclusiveMaximum": 10.5}}, "required": ["n"]})");
+  for (int64_t n = -100000; n <= 100; n += (n > -100 ? 1 : 997))
+    EXPECT_EQ(accepts(below, call(fmt::format(R"({{"n":{}}})", n))), n <= 10) << n;
+  EXPECT_TRUE(accepts(below, call(R"({"n":-9223372036854775808})")));
+}
+
+TEST(CallsTest, OptionalPropertiesInOrderWithCommas) {
+  const ByteAutomaton dfa = callsOf(R"({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "boolean"},
+      "c": {"type": "null"}}, "required": ["b"]})");
+  EXPECT_TRUE(accepts(dfa, call(R"({"b":true})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"a":null,"b":false})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"a":null,"b":false,"c":null})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"b":false,"c":null})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"b":true,"a":null})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"a":null})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"b":true,})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"b": true})")));
+}
+
+TEST(CallsTest, StringLengthsCountCharactersNotBytes) {
+  const ByteAutomaton dfa = callsOf(
+      R"({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 3}}, "required": ["s"]})");
+  EXPECT_FALSE(accepts(dfa, call(R"({"s":"a"})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"s":"ab"})")));
+  EXPECT_TRUE(accepts(dfa, call("{\"s\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"))); // three code points
+  EXPECT_TRUE(accepts(dfa, call(R"({"s":"\n\u00e9"})")));                                 // an escape is one
+  EXPECT_FALSE(accepts(dfa, call(R"({"s":"abcd"})")));
+  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xc3\"}")));      // not UTF-8
+  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xed\xa0\x80\"}"))); // a surrogate
+  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\tb\"}")));        // a raw control character
+}
+
+TEST(CallsTest, ArraysEnumsConstAnyOfAndReferences) {
+  const ByteAutomaton dfa = callsOf(R"({"type": "object", "$defs": {"d": {"enum": ["x", 1, null, [true]]}},
+      "properties": {"l": {"type": "array", "items": {"$ref": "#/$defs/d"}, "minItems": 1, "maxItems": 2},
+      "k": {"const": "y"}, "u": {"oneOf": [{"type": "number"}, {"type": ["string", "null"], "maxLength": 1}]}},
+      "required": ["l"]})");
+  EXPECT_TRUE(accepts(dfa, call(R"({"l":["x"]})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"l":[1,[true]],"k":"y"})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"l":[null],"u":-1.5e+3})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"l":[null],"u":"z"})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"l":[null],"u":null})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":[]})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":["x","x","x"]})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":["y"]})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":[1],"k":"x"})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":[1],"u":"zz"})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"l":[1],"u":01})")));
+}
+
+TEST(CallsTest, UnsupportedSchemasAreErrorsNamingThePath) {
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})")
+                .find("tools.json: [0].parameters.properties.a.pattern: the keyword is not supported"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#/$defs/a"}}})")
+                .find("refers to itself"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "null"}}, "required": ["b"]})")
+                .find("[0].parameters.required: \"b\" is not one of the properties"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"enum": []}}})").find(".a.enum: must be a list"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 2}}})")
+                .find("no integer lies between"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {}}})").find("a value of any type"), std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "string", "minimum": 1}}})")
+                .find(".a.minimum: does not apply"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 100000}}})")
+                .find("more than the 256"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "additionalProperties": true})").find("only false"), std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"oneOf": [{"type": "integer", "maximum": 20},
+      {"type": "integer", "minimum": 10}]}}})")
+                .find(".a.oneOf: branches 0 and 1 both take 10:"),
+            std::string::npos);
+}
+
+/// The state after `text` in the byte automaton, or -1.
+int32_t walk(const ByteAutomaton &dfa, std::string_view text) {
+  int32_t state = 0;
+  for (const char c : text)
+    if ((state = dfa.step(uint32_t(state), uint8_t(c))) < 0)
+      return -1;
+  return state;
+}
+
+TEST(CallsTest, TokenMasksAreWhatTheByteAutomatonAllows) {
+  const ByteAutomaton dfa = callsOf(R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 4},
+      "n": {"type": "integer", "minimum": 0, "maximum": 50}}, "required": ["n"]})");
+  std::vector<std::optional<std::string>> tokens;
+  for (int b = 0; b < 256; ++b)
+    tokens.push_back(std::string(1, char(b)));
+  for (const char *piece : {"{\"", "\":", "\"}", "\",", "name", "arguments", "12", "5", "50}", "ab", "\"n", "}}", "\xc3"})
+    tokens.push_back(std::string(piece));
+  tokens.push_back(std::nullopt); // a special token
+  const int32_t end = int32_t(tokens.size());
+  tokens.push_back(std::nullopt); // the end token: never in a text
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, "tools.json");
+  const needle_rt::CallTables tables = callTables(compiled.image);
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    needle_rt::CallState state;
+    needle_rt::call_begin(tables, &state);
+    std::string text;
+    std::vector<uint32_t> bits((tokens.size() + 31) / 32);
+    for (int step = 0; step < 64; ++step) {
+      const int status = needle_rt::call_mask(tables, &state, SIZE_MAX, bits.data());
+      std::vector<int32_t> allowed;
+      for (size_t id = 0; id < tokens.size(); ++id) {
+        const bool bit = (bits[id / 32] >> (id % 32)) & 1;
+        const int32_t after = tokens[id] ? walk(dfa, text + *tokens[id]) : -1;
+        const bool finished = int32_t(id) == end && walk(dfa, text) >= 0 && dfa.accepting[uint32_t(walk(dfa, text))];
+        // Allowed: its bytes keep the text a prefix of a call (every byte state here can still
+        // finish: this vocabulary has every byte), or it ends a whole call.
+        EXPECT_EQ(bit, after >= 0 || finished) << "token " << id << " after " << text;
+        if (bit)
+          allowed.push_back(int32_t(id));
+      }
+      ASSERT_EQ(status, needle_rt::status_ok) << "after " << text;
+      const int32_t token = allowed[random() % allowed.size()];
+      ASSERT_EQ(needle_rt::call_advance(tables, &state, token), needle_rt::status_ok);
+      if (token == end) {
+        EXPECT_EQ(needle_rt::call_finished(tables, &state), 1);
+        EXPECT_EQ(needle_rt::call_mask(tables, &state, SIZE_MAX, bits.data()), needle_rt::status_err_full);
+        break;
+      }
+      text += *tokens[size_t(token)];
+    }
+  }
+}
+
+TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
+  const ByteAutomaton dfa = callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
+  std::vector<std::optional<std::string>> tokens;
+  for (int b = 0; b < 128; ++b)
+    tokens.push_back(std::string(1, char(b)));
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, "tools.json");
+  const needle_rt::CallTables tables = callTables(compiled.image);
+  const std::string shortest = call(R"({"s":""})");
+  needle_rt::CallState state;
+  needle_rt::call_begin(tables, &state);
+  std::vector<uint32_t> bits(4);
+  EXPECT_EQ(needle_rt::call_mask(tables, &state, shortest.size() - 1, bits.data()), needle_rt::status_err_full);
+  std::string text;
+  for (size_t budget = shortest.size(); needle_rt::call_finished(tables, &state) == 0; --budget) {
+    ASSERT_EQ(needle_rt::call_mask(tables, &state, budget, bits.data()), needle_rt::status_ok);
+    int32_t only = -1, count = 0;
+    for (int32_t id = 0; id < 128; ++id)
+      if ((bits[id / 32] >> (id % 32)) & 1)
+        only = id, ++count;
+    ASSERT_EQ(count, 1) << "after " << text;
+    text += char(only);
+    ASSERT_EQ(needle_rt::call_advance(tables, &state, only), needle_rt::status_ok);
+  }
+  EXPECT_EQ(text, shortest);
+  needle_rt::CallState forged = {3, 3};
+  EXPECT_EQ(needle_rt::call_mask(tables, &forged, 100, bits.data()), needle_rt::status_err_arg);
+  EXPECT_EQ(needle_rt::call_advance(tables, &forged, 0), needle_rt::status_err_arg);
+}
+
+} // namespace
+} // namespace needle::calls
