@@ -5,6 +5,7 @@
 // with a tokenizer, needle_tokenizer); needlec renames the needle_abi_* functions to NAME_*
 // (dropping the text functions of a model without a tokenizer) and internalizes everything
 // else, so two models (or two needlec versions) link into one program without clashing.
+#include "calls/calls.h"
 #include "needle_runtime.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,6 +27,7 @@ void needle_step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t
 void needle_confidence_head(const unsigned char *arena, float *out);
 void needle_embedding_head(const unsigned char *arena, float *out);
 extern const unsigned char needle_tokenizer[]; // the tokenizer's image (needle_rt::TokImage)
+extern const unsigned char needle_calls[];     // the tool-call automaton's image (needle_rt::CallImage)
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
@@ -70,6 +72,23 @@ int needle_abi_decode_next(void *d, int32_t id, char *out, size_t cap, size_t *l
 int needle_abi_decode_flush(void *d, char *out, size_t cap, size_t *length) {
   return needle_rt::tok_decode_flush(needle_rt::tok_tables(needle_tokenizer), static_cast<needle_rt::TokDecoder *>(d),
                                      out, cap, length);
+}
+
+// The call functions, on the tool-call automaton's image.
+void needle_abi_call_begin(void *state) {
+  needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
+}
+int needle_abi_call_mask(const void *state, size_t budget, uint32_t *bits) {
+  return needle_rt::call_mask(needle_rt::call_tables(needle_calls), static_cast<const needle_rt::CallState *>(state),
+                              budget, bits);
+}
+int needle_abi_call_advance(void *state, int32_t token) {
+  return needle_rt::call_advance(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state),
+                                 token);
+}
+int needle_abi_call_finished(const void *state) {
+  return needle_rt::call_finished(needle_rt::call_tables(needle_calls),
+                                  static_cast<const needle_rt::CallState *>(state));
 }
 
 } // extern "C"

@@ -3,6 +3,7 @@
 #include "codegen/Select/Select.h"
 
 #include "Support/Version.h"
+#include "runtime/calls/calls.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 #include <cctype>
@@ -14,12 +15,16 @@ namespace needle {
 namespace {
 
 // The runtime's source text (runtime/needle_runtime.h), carried into every emitted file; the
-// tokenizer's (runtime/tokenizer/tokenizer.h), into those of models with a tokenizer.
+// tokenizer's (runtime/tokenizer/tokenizer.h), into those of models with a tokenizer; the
+// tool-call automaton's (runtime/calls/calls.h), into those of models with tools.
 const char kRuntimeSource[] =
 #include "RuntimeSource.inc"
     ;
 const char kTokenizerSource[] =
 #include "TokenizerSource.inc"
+    ;
+const char kCallsSource[] =
+#include "CallsSource.inc"
     ;
 
 /// An exact float literal (hexadecimal), so the emitted value is bit for bit the IR's.
@@ -64,6 +69,7 @@ private:
   std::string head(const std::string &name, const std::vector<KernelCall> &calls);
   std::string interface() const;
   std::string textInterface() const;
+  std::string callsInterface() const;
 
   const KernelProgram &program_;
   std::string name_;
@@ -202,7 +208,29 @@ int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len);
                      name, needle_rt::tok_decoder_bytes, encodeStackBytes(tokenizer));
 }
 
-std::string header(const std::string &name, const std::vector<uint8_t> &tokenizer) {
+/// The header's part for a model with tools: the tool-call automaton's functions.
+std::string callsHeader(const std::string &name, const std::vector<uint8_t> &calls) {
+  if (calls.empty())
+    return "";
+  needle_rt::CallImage image;
+  std::memcpy(&image, calls.data(), sizeof image);
+  return fmt::format(R"(
+/* Calls: the compiled tool-call automaton (docs/c-interface.md). */
+#define {0}_HAS_CALLS 1
+#define {0}_CALL_MASK_WORDS {1} /* ceil(vocab_size / 32): the uint32_t words of a mask */
+typedef struct {{
+  uint32_t opaque[2];
+}} {0}_call_state;
+
+void {0}_call_begin({0}_call_state *state);
+int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
+int {0}_call_advance({0}_call_state *state, int32_t token);
+int {0}_call_finished(const {0}_call_state *state);
+)",
+                     name, image.words);
+}
+
+std::string header(const std::string &name, const KernelProgram &program) {
   // The name as it is (two models whose names differ in case keep two guards), behind a prefix no
   // system header's guard takes (theirs begin with an underscore).
   const std::string guard = "NEEDLE_MODEL_H_" + name;
@@ -253,7 +281,7 @@ size_t {2}_position(const {2}_session *s);
 
 #endif /* {1} */
 )",
-      versionString(), guard, name, textHeader(name, tokenizer));
+      versionString(), guard, name, textHeader(name, program.tokenizer) + callsHeader(name, program.calls));
 }
 
 std::string Printer::interface() const {
@@ -350,6 +378,39 @@ int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len) {{
                      name_);
 }
 
+std::string Printer::callsInterface() const {
+  if (program_.calls.empty())
+    return "";
+  return fmt::format(R"(
+namespace {{
+
+needle_rt::CallTables calls() {{ return needle_rt::call_tables(kCalls); }}
+
+}} // namespace
+
+extern "C" {{
+
+void {0}_call_begin({0}_call_state *state) {{
+  needle_rt::call_begin(calls(), reinterpret_cast<needle_rt::CallState *>(state));
+}}
+
+int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits) {{
+  return needle_rt::call_mask(calls(), reinterpret_cast<const needle_rt::CallState *>(state), budget, bits);
+}}
+
+int {0}_call_advance({0}_call_state *state, int32_t token) {{
+  return needle_rt::call_advance(calls(), reinterpret_cast<needle_rt::CallState *>(state), token);
+}}
+
+int {0}_call_finished(const {0}_call_state *state) {{
+  return needle_rt::call_finished(calls(), reinterpret_cast<const needle_rt::CallState *>(state));
+}}
+
+}} // extern "C"
+)",
+                     name_);
+}
+
 std::string Printer::source(const std::string &headerName) {
   for (const StepStage &stage : program_.step)
     printStage(stage);
@@ -377,6 +438,8 @@ std::string Printer::source(const std::string &headerName) {
   source += kRuntimeSource;
   if (!program_.tokenizer.empty())
     source += kTokenizerSource;
+  if (!program_.calls.empty())
+    source += kCallsSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
   source += fmt::format("namespace needle_rt = {}_runtime::needle_rt;\n\n", name_);
   source += data + lists_ + "\n";
@@ -388,6 +451,12 @@ std::string Printer::source(const std::string &headerName) {
     source += "// The tokenizer's tables: one image (needle_rt::TokImage), each array aligned for its elements.\n";
     source += fmt::format("alignas(16) const unsigned char kTokenizer[{}] =\n", program_.tokenizer.size() + 1);
     appendStringLiteral(source, program_.tokenizer);
+    source += "    ;\n\n";
+  }
+  if (!program_.calls.empty()) {
+    source += "// The tool-call automaton's tables: one image (needle_rt::CallImage).\n";
+    source += fmt::format("alignas(16) const unsigned char kCalls[{}] =\n", program_.calls.size() + 1);
+    appendStringLiteral(source, program_.calls);
     source += "    ;\n\n";
   }
   source +=
@@ -408,6 +477,7 @@ std::string Printer::source(const std::string &headerName) {
   source += "} // namespace\n";
   source += interface();
   source += textInterface();
+  source += callsInterface();
   return source;
 }
 
@@ -416,11 +486,9 @@ std::string Printer::source(const std::string &headerName) {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
   selectKernels(program, {Backend::Cpp, {}, activations});
-  return {header(name, program.tokenizer), Printer(program, name).source(headerName)};
+  return {header(name, program), Printer(program, name).source(headerName)};
 }
 
-std::string emitHeader(const std::string &name, const std::vector<uint8_t> &tokenizer) {
-  return header(name, tokenizer);
-}
+std::string emitHeader(const std::string &name, const KernelProgram &program) { return header(name, program); }
 
 } // namespace needle

@@ -20,8 +20,8 @@ struct CppModel {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations = Activations::Float);
 
-/// The C header of a model named `name` with the tokenizer image `tokenizer` (empty: none): the
-/// same for every backend.
-std::string emitHeader(const std::string &name, const std::vector<uint8_t> &tokenizer);
+/// The C header of a model named `name` (with the text and call functions when `program` has a
+/// tokenizer and tools): the same for every backend.
+std::string emitHeader(const std::string &name, const KernelProgram &program);
 
 } // namespace needle

@@ -98,6 +98,7 @@ struct KernelProgram {
   std::map<int, std::vector<float>> codebooks; // by bits
   std::vector<std::vector<float>> constants;   // f32 arrays
   std::vector<uint8_t> tokenizer;              // the compiled tokenizer's image; empty without one
+  std::vector<uint8_t> calls;                  // the tool-call automaton's image; empty without tools
   ModelFacts facts;
 };
 

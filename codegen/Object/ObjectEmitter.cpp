@@ -47,6 +47,8 @@ constexpr const char *kInterfaceFunctions[] = {"info", "arena_size", "arena_alig
 // A model with a tokenizer exports these too.
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
+// A model with tools exports these too.
+constexpr const char *kCallFunctions[] = {"call_begin", "call_mask", "call_advance", "call_finished"};
 
 /// Times the phases of one emission.
 class PhaseClock {
@@ -171,18 +173,20 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
          8);
 }
 
-/// Gives the runtime's needle_tokenizer the model's tokenizer image; a model without one loses
-/// the text functions that read it.
-void defineTokenizer(llvm::Module &module, const std::vector<uint8_t> &image) {
-  llvm::GlobalVariable *declared = module.getNamedGlobal("needle_tokenizer");
+/// Gives the runtime's image `global` (needle_tokenizer, needle_calls) its bytes; a model without
+/// them (`image` empty) loses the global and the `functions` that read it.
+template <size_t N>
+void defineImage(llvm::Module &module, const std::string &global, const std::vector<uint8_t> &image,
+                 const char *const (&functions)[N]) {
+  llvm::GlobalVariable *declared = module.getNamedGlobal(global);
   if (!declared)
-    fail("internal: the runtime declares no needle_tokenizer");
+    fail("internal: the runtime declares no {}", global);
   if (image.empty()) {
-    for (const char *function : kTextFunctions)
+    for (const char *function : functions)
       if (llvm::Function *abi = module.getFunction(std::string("needle_abi_") + function))
         abi->eraseFromParent();
     if (!declared->use_empty())
-      fail("internal: needle_tokenizer is used beyond the text functions");
+      fail("internal: {} is used beyond the functions that read it", global);
     declared->eraseFromParent();
     return;
   }
@@ -220,17 +224,19 @@ void bindKernels(llvm::Module &module) {
 }
 
 /// The functions of the C interface an object defines (docs/c-interface.md).
-std::vector<std::string> interfaceFunctions(bool text) {
+std::vector<std::string> interfaceFunctions(bool text, bool calls) {
   std::vector<std::string> functions(std::begin(kInterfaceFunctions), std::end(kInterfaceFunctions));
   if (text)
     functions.insert(functions.end(), std::begin(kTextFunctions), std::end(kTextFunctions));
+  if (calls)
+    functions.insert(functions.end(), std::begin(kCallFunctions), std::end(kCallFunctions));
   return functions;
 }
 
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
-void exportInterface(llvm::Module &module, const std::string &name, bool text) {
+void exportInterface(llvm::Module &module, const std::string &name, bool text, bool calls) {
   std::vector<std::string> exported;
-  for (const std::string &function : interfaceFunctions(text)) {
+  for (const std::string &function : interfaceFunctions(text, calls)) {
     llvm::Function *abi = module.getFunction("needle_abi_" + function);
     if (!abi)
       fail("internal: the runtime defines no needle_abi_{}", function);
@@ -353,10 +359,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   module->setModuleIdentifier(options.name);
   module->setSourceFileName(options.name);
   defineData(*module, program);
-  defineTokenizer(*module, program.tokenizer);
+  defineImage(*module, "needle_tokenizer", program.tokenizer, kTextFunctions);
+  defineImage(*module, "needle_calls", program.calls, kCallFunctions);
   bindKernels(*module);
   checkNoHalideRuntime(*module);
-  exportInterface(*module, options.name, !program.tokenizer.empty());
+  exportInterface(*module, options.name, !program.tokenizer.empty(), !program.calls.empty());
   setTargetAttributes(*module, target);
   module->getOrInsertNamedMetadata("llvm.ident")
       ->addOperand(llvm::MDNode::get(context, llvm::MDString::get(context, "needlec " + versionString())));

@@ -54,8 +54,23 @@ CompiledTokenizer compileTokenizer(const Model &model) {
   if (model.tokenizerJson.empty())
     return {};
   const tokenizer::TokenizerSpec spec = tokenizer::parseTokenizerJson(model.tokenizerJson, model.tokenizerSource);
-  return {tokenizer::buildTokenizerTables(spec, model.tokenizerSource).image(),
-          spec.prefixIds.empty() ? -1 : spec.prefixIds.front(), spec.suffixIds.empty() ? -1 : spec.suffixIds.back()};
+  const tokenizer::TokenizerTables tables = tokenizer::buildTokenizerTables(spec, model.tokenizerSource);
+  CompiledTokenizer compiled;
+  compiled.image = tables.image();
+  compiled.bos = spec.prefixIds.empty() ? -1 : spec.prefixIds.front();
+  compiled.eos = spec.suffixIds.empty() ? -1 : spec.suffixIds.back();
+  compiled.callTokens.resize(size_t(model.config.vocabSize));
+  for (int32_t id = 0; id < tables.ids && id < model.config.vocabSize; ++id) {
+    const auto *blob = reinterpret_cast<const char *>(tables.blob.data());
+    compiled.callTokens[size_t(id)] =
+        std::string(blob + tables.tokenOffsets[size_t(id)], blob + tables.tokenOffsets[size_t(id) + 1]);
+  }
+  for (const tokenizer::AddedToken &added : spec.added) {
+    compiled.addedIds.emplace(added.content, added.id);
+    if (added.special && added.id < model.config.vocabSize)
+      compiled.callTokens[size_t(added.id)].reset();
+  }
+  return compiled;
 }
 
 } // namespace needle

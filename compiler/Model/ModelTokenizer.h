@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,10 @@ void trainTokenizer(Model &model);
 struct CompiledTokenizer {
   std::vector<uint8_t> image; // empty: the model has no tokenizer
   int32_t bos = -1, eos = -1;
+  /// What a tool call may be written in: each id's bytes in a text (vocab_size of them), none for
+  /// the special added tokens and the unused ids.
+  std::vector<std::optional<std::string>> callTokens;
+  std::map<std::string, int32_t> addedIds; // every added token by its content
 };
 
 /// Compiles the model's tokenizer; what the compiled tokenizer does not support is an error

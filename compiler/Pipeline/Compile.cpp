@@ -1,5 +1,7 @@
 #include "Pipeline/Compile.h"
 
+#include "Calls/Schema.h"
+#include "Calls/TokenAutomaton.h"
 #include "Import/Importer.h"
 #include "Model/Ladder.h"
 #include "Model/ModelTokenizer.h"
@@ -8,6 +10,7 @@
 #include "Pipeline/Pipeline.h"
 #include "Reference/Numerics.h"
 #include "Support/Error.h"
+#include "Support/Files.h"
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/Lower.h"
 
@@ -177,6 +180,31 @@ CompileResult emitMlir(const CompileOptions &options) {
 }
 
 /// The model through the pipeline, lowered to kernel calls: what both code printers print.
+/// The automaton of the calls of --tools over the model's tokens (docs/tool-calls.md).
+std::vector<uint8_t> compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
+                                      std::string &stats) {
+  const std::string source = options.tools.string();
+  if (tokenizer.callTokens.empty())
+    fail("--tools: the model has no tokenizer, and calls are written in its tokens: give --tokenizer");
+  int32_t end = tokenizer.eos;
+  if (!options.callEnd.empty()) {
+    const auto found = tokenizer.addedIds.find(options.callEnd);
+    if (found == tokenizer.addedIds.end())
+      fail("--call-end: \"{}\" is not an added token of the model's tokenizer", options.callEnd);
+    end = found->second;
+  }
+  const std::vector<uint8_t> text = readFile(options.tools);
+  const std::vector<calls::Tool> tools =
+      calls::parseTools(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), source);
+  const calls::ByteAutomaton bytes = calls::buildByteAutomaton(calls::callLanguage(tools, source), source);
+  calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, tokenizer.callTokens, end, source);
+  const calls::CallTablesFigures &f = compiled.figures;
+  stats += fmt::format("tool calls: {} tools, {} byte states, {} token states, {} bitsets in {} groups, {} edges, {} "
+                       "bytes of tables\n",
+                       tools.size(), bytes.states, f.states, f.bitsets, f.groups, f.edges, f.bytes);
+  return std::move(compiled.image);
+}
+
 KernelProgram compileProgram(const CompileOptions &options, const std::string &backend, std::vector<PhaseTime> &times,
                              std::string &stats) {
   auto start = std::chrono::steady_clock::now();
@@ -204,6 +232,10 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   if (!program.tokenizer.empty()) {
     done("compile the tokenizer");
     stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
+  }
+  if (!options.tools.empty()) {
+    program.calls = compileToolCalls(options, tokenizer, stats);
+    done("compile the tool-call automaton");
   }
   stats += pipelineStats(figures);
   return program;
@@ -240,7 +272,7 @@ CompileResult emitObjectFile(const CompileOptions &options) {
                                                              : ObjectOutput::Assembly;
   objectOptions.kernels = options.kernels;
   objectOptions.activations = options.activations;
-  std::string header = emitHeader(options.name, program.tokenizer);
+  std::string header = emitHeader(options.name, program);
   std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (options.emit == EmitKind::Object) {
     result.files.push_back({options.output + ".h", std::move(header), "the header"});

@@ -38,7 +38,9 @@ struct CompileOptions {
   KernelChoice kernels = KernelChoice::Native;
   Activations activations = Activations::Float;
   int64_t batch = 16;
-  bool passes = true; // --emit mlir: false prints the IR straight after import
+  bool passes = true;          // --emit mlir: false prints the IR straight after import
+  std::filesystem::path tools; // --tools: the tools.json whose calls the model writes (empty: none)
+  std::string callEnd;         // --call-end: the added token that ends a call (empty: the EOS, if any)
   /// -o: where the outputs go ("-" for stdout). The IR names its weights file relative to it, and
   /// the outputs' paths are formed from it.
   std::string output;

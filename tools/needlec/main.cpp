@@ -128,6 +128,11 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   // The IR does not carry a tokenizer: one asked for by name must not be dropped without a word.
   if (cl.value("tokenizer").value_or("none") != "none" && emit == EmitKind::Mlir)
     fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
+  for (const char *flag : {"tools", "call-end"})
+    if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
+      fail("--{}: only meaningful with --emit obj or cpp, which compile the calls in", flag);
+  if (cl.has("call-end") && !cl.has("tools"))
+    fail("--call-end: only meaningful with --tools");
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -201,6 +206,11 @@ int run(int argc, char **argv) {
        {"tokenizer", "FILE",
         "the model's tokenizer.json (default: the one it carries, or tokenizer.json beside config.json); "
         "none: no tokenizer"},
+       {"tools", "FILE",
+        "a tools.json: compile the automaton of valid calls of these tools into the model "
+        "(docs/tool-calls.md)"},
+       {"call-end", "TOKEN",
+        "the added token that ends a call (default: the tokenizer's EOS; none: the call's closing brace)"},
        {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
        {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
        {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
@@ -232,7 +242,7 @@ int run(int argc, char **argv) {
   // The named inputs, before any work; as outputs are staged, PendingOutput refuses every file the
   // run read (a model directory's files, the weights beside the IR).
   std::vector<fs::path> inputs = {options.input};
-  for (const char *flag : {"lora", "tokenizer"})
+  for (const char *flag : {"lora", "tokenizer", "tools"})
     if (auto file = cl.value(flag); file && *file != "none")
       inputs.push_back(*file);
   for (const std::string &written : outputsOf(options.emit, options.output))
@@ -246,6 +256,9 @@ int run(int argc, char **argv) {
     options.prepare.tokenizer = *tokenizer;
   if (auto codebook = cl.value("codebook"))
     options.prepare.codebook = cq::parseCodebookKind(*codebook);
+  if (auto tools = cl.value("tools"))
+    options.tools = *tools;
+  options.callEnd = cl.value("call-end").value_or("");
   options.maxSeq = cl.integer("max-seq");
   options.kernels = cl.value("kernels").value_or("native") == "native" ? KernelChoice::Native : KernelChoice::Portable;
   options.activations = cl.value("activations").value_or("float") == "int8" ? Activations::Int8 : Activations::Float;
