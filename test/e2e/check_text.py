@@ -22,12 +22,11 @@ Prints one MATCH line for each, or MISMATCH with the first differences, and exit
 import argparse
 import json
 import os
-import shlex
-import shutil
 import subprocess
 import sys
 
-from commands import run
+from commands import add_build_options, build_with_tokenizer, run
+from vocabulary import token_bytes
 
 p = argparse.ArgumentParser()
 p.add_argument("tools")
@@ -36,49 +35,13 @@ p.add_argument("e2e")
 p.add_argument("tokenizer")
 p.add_argument("texts")
 p.add_argument("oracle")
-p.add_argument("--emit", choices=["cpp", "obj"], default="obj")
-p.add_argument("--target", default="host", help="with --emit obj: needlec's --target")
-p.add_argument("--cc", default="cc -std=c11 -O1 -Wall -Wextra -Werror", help="the C compiler that builds and links")
-p.add_argument("--cxx", default="c++ -std=c++17 -O1 -Wall -Wextra -Werror", help="with --emit cpp: builds the model")
-p.add_argument("--ld", help="links the program (default: --cc; with --emit cpp, c++)")
-p.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
+add_build_options(p)
 args = p.parse_args()
 
 
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         return [line for line in f.read().split("\n") if line]
-
-
-def byte_alphabet():
-    """GPT-2's printable character for each byte."""
-    visible = set(range(ord("!"), ord("~") + 1)) | set(range(0xA1, 0xAD)) | set(range(0xAE, 0x100))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in visible:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    return chars
-
-
-def token_bytes(spec):
-    """Each id's bytes in a text, as the file spells them."""
-    byte_level = "ByteLevel" in json.dumps(spec.get("pre_tokenizer"))
-    alphabet = byte_alphabet()
-    out = {}
-    for token, i in spec["model"]["vocab"].items():
-        if byte_level:
-            out[i] = bytes(alphabet[c] for c in token)
-        elif len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
-            out[i] = bytes([int(token[3:5], 16)])
-        else:
-            out[i] = token.replace("\u2581", " ").encode("utf-8")
-    for added in spec.get("added_tokens", []):
-        content = added["content"]
-        out[added["id"]] = (content if byte_level else content.replace("\u2581", " ")).encode("utf-8")
-    return out
 
 
 def bos_eos(spec):
@@ -99,22 +62,9 @@ def bos_eos(spec):
 spec = json.load(open(os.path.join(args.tokenizer, "tokenizer.json"), encoding="utf-8"))
 expected_bytes = token_bytes(spec)
 count = max(expected_bytes) + 1
-tool = lambda name: os.path.join(args.tools, name)
 os.makedirs(args.work, exist_ok=True)
-model, base = os.path.join(args.work, "m"), os.path.join(args.work, "t")
-run(tool("needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={count}", "--tokenizer", "none",
-    "-o", model)
-shutil.copy(os.path.join(args.tokenizer, "tokenizer.json"), model)
-cc = shlex.split(args.cc)
-if args.emit == "cpp":
-    run(tool("needlec"), model, "--layers", "2", "--emit", "cpp", "-o", base)
-    run(*shlex.split(args.cxx), "-c", base + ".cpp", "-o", base + ".o")
-else:
-    run(tool("needlec"), model, "--layers", "2", "--emit", "obj", "--target", args.target, "-o", base)
-run(*cc, "-DNEEDLE_NAME=needle_model", '-DNEEDLE_HEADER="t.h"', "-I", args.work, "-c",
-    os.path.join(args.e2e, "text.c"), "-o", base + "-main.o")
-link = shlex.split(args.ld) if args.ld else ["c++"] if args.emit == "cpp" else cc
-run(*link, base + "-main.o", base + ".o", "-lm", "-o", base + "-run")
+base = os.path.join(args.work, "t")
+runner = build_with_tokenizer(args, args.tokenizer, count, base, os.path.join(args.e2e, "text.c"))
 
 texts = [json.loads(line) for line in read_lines(args.texts)]
 added = [(a["content"], a["id"]) for a in spec.get("added_tokens", [])]
@@ -124,7 +74,7 @@ cases += ["i " + content.encode("utf-8").hex() for content, _ in added]
 cases += ["m"]
 with open(base + ".cases", "w") as f:
     f.write("\n".join(cases) + "\n")
-run(*shlex.split(args.run), base + "-run", base + ".cases", base + ".results")
+run(*runner, base + ".cases", base + ".results")
 results = open(base + ".results", encoding="utf-8").read().split("\n")[:-1]
 if len(results) != len(cases):
     sys.exit(f"MISMATCH {len(results)} results for {len(cases)} cases")

@@ -1,5 +1,8 @@
-"""What the end-to-end drivers (check_backend.py, check_text.py) share: running a command."""
+"""What the end-to-end drivers (check_backend.py, check_text.py, check_calls.py) share: running a
+command, and building a program on a tiny model with a real tokenizer."""
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -10,3 +13,39 @@ def run(*command, **kw):
     if result.returncode != 0:
         sys.exit(f"FAILED: {shlex.join(command)}\n{result.stdout}{result.stderr}")
     return result.stdout
+
+
+def add_build_options(parser):
+    """The options that say how build_with_tokenizer builds and runs a program for a target."""
+    parser.add_argument("--emit", choices=["cpp", "obj"], default="obj")
+    parser.add_argument("--target", default="host", help="with --emit obj: needlec's --target")
+    parser.add_argument("--cc", default="cc -std=c11 -O1 -Wall -Wextra -Werror",
+                        help="the C compiler that builds and links")
+    parser.add_argument("--cxx", default="c++ -std=c++17 -O1 -Wall -Wextra -Werror",
+                        help="with --emit cpp: builds the model")
+    parser.add_argument("--ld", help="links the program (default: --cc; with --emit cpp, c++)")
+    parser.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
+
+
+def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, main_c, needlec_flags=()):
+    """Synthesizes a tiny model of `vocab_size` ids with TOKENIZER_DIR's tokenizer.json, compiles it
+    (needlec --emit obj for args.target, or --emit cpp built by args.cxx) to BASE.o and BASE.h, builds
+    `main_c` with args.cc and links the two; returns the command that runs the program."""
+    tool = lambda name: os.path.join(args.tools, name)
+    model = os.path.join(os.path.dirname(base), "m")
+    run(tool("needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}",
+        "--tokenizer", "none", "-o", model)
+    shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), model)
+    needlec = [tool("needlec"), model, "--layers", "2", *needlec_flags, "-o", base]
+    cc = shlex.split(args.cc)
+    if args.emit == "cpp":
+        run(*needlec, "--emit", "cpp")
+        run(*shlex.split(args.cxx), "-c", base + ".cpp", "-o", base + ".o")
+    else:
+        run(*needlec, "--emit", "obj", "--target", args.target)
+    header = os.path.basename(base) + ".h"
+    run(*cc, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{header}"', "-I", os.path.dirname(base), "-c", main_c,
+        "-o", base + "-main.o")
+    link = shlex.split(args.ld) if args.ld else ["c++"] if args.emit == "cpp" else cc
+    run(*link, base + "-main.o", base + ".o", "-lm", "-o", base + "-run")
+    return shlex.split(args.run) + [base + "-run"]

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""End to end through a backend for a model's compiled tool-call automaton.
+
+  check_calls.py TOOLS WORK E2E TOKENIZER_DIR TOOLS_JSON NPM_DIR [--end TOKEN] [--calls N] [--masks K]
+                 [--emit cpp | --emit obj --target T] [--cc CC] [--cxx CXX] [--ld LD] [--run PREFIX]
+
+Synthesizes a tiny model whose vocab_size is the tokenizer's, gives it TOKENIZER_DIR's
+tokenizer.json, compiles it with needlec --tools TOOLS_JSON (--call-end TOKEN), builds
+test/e2e/calls.c, links and runs it (under --run), and checks:
+
+- every one of N calls drawn at random under the automaton's masks: JSON.parse takes it, Ajv
+  (test/calls/oracle.mjs) finds it valid against the schema of the calls of TOOLS_JSON, and its
+  arguments' keys come in the schema's order;
+- K of them step by step: the mask (no budget) equals XGrammar's for the same schema, vocabulary
+  and end token at every step, but for one difference by design, checked on purpose: XGrammar's
+  UTF-8 is lenient (C0, C1 and F5-F7 as lead bytes, overlong forms, surrogates), needlec's strings
+  are valid UTF-8; so the tokens of XGrammar's mask that would make the call's bytes no prefix of
+  valid UTF-8 (as Python's strict decoder says) are dropped from it, and must never be in ours.
+
+The calls drawn are left in WORK/c.calls, so that targets can be compared. Prints one MATCH
+line for each, or MISMATCH with the first differences, and exits 1 on any.
+"""
+import argparse
+import codecs
+import json
+import os
+import sys
+
+from commands import add_build_options, build_with_tokenizer, run
+from vocabulary import token_bytes
+
+p = argparse.ArgumentParser()
+for name in ("tools", "work", "e2e", "tokenizer", "tools_json", "npm"):
+    p.add_argument(name)
+p.add_argument("--end", help="needlec's --call-end")
+p.add_argument("--calls", type=int, default=200)
+p.add_argument("--masks", type=int, default=5)
+p.add_argument("--seed", type=int, default=1)
+add_build_options(p)
+args = p.parse_args()
+
+oracle = [os.environ.get("NODE", "node"), os.path.join(os.path.dirname(__file__), "..", "calls", "oracle.mjs"), args.npm]
+spec = json.load(open(os.path.join(args.tokenizer, "tokenizer.json"), encoding="utf-8"))
+count = max([*spec["model"]["vocab"].values(), *(a["id"] for a in spec.get("added_tokens", []))]) + 1
+end = next((a for a in spec.get("added_tokens", []) if a["content"] == args.end), None) if args.end else None
+
+# The call language as one JSON Schema (docs/tool-calls.md): one of the tools' calls, each tool's
+# $defs moved to the root (as tool i's "i.NAME"), where references resolve.
+tools = [t.get("function", t) for t in json.load(open(args.tools_json, encoding="utf-8"))]
+definitions = {}
+
+
+def rooted(i, parameters):
+    parameters = dict(parameters)
+    for name, schema in parameters.pop("$defs", {}).items():
+        definitions[f"{i}.{name}"] = rooted(i, schema)
+    return json.loads(json.dumps(parameters).replace('"#/$defs/', f'"#/$defs/{i}.'))
+
+
+call_schema = {"anyOf": [{"type": "object",
+                          "properties": {"name": {"const": t["name"]},
+                                         "arguments": rooted(i, t.get("parameters", {"type": "object"}))},
+                          "required": ["name", "arguments"], "additionalProperties": False}
+                         for i, t in enumerate(tools)]}
+if definitions:
+    call_schema["$defs"] = definitions
+
+os.makedirs(args.work, exist_ok=True)
+base = os.path.join(args.work, "c")
+runner = build_with_tokenizer(args, args.tokenizer, count, base, os.path.join(args.e2e, "calls.c"),
+                              ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else []))
+
+
+def parse_calls(lines):
+    """(ids, text) of each call line, the end token's id and text taken off."""
+    calls = []
+    for line in lines:
+        ids, hex_bytes = line.split(";")
+        ids = [int(i) for i in ids.split()]
+        text = bytes.fromhex(hex_bytes.strip()).decode("utf-8")
+        if end:
+            if ids[-1] != end["id"] or not text.endswith(end["content"]):
+                sys.exit(f"MISMATCH a call does not end with the end token: {line}")
+            text = text[:-len(end["content"])]
+        calls.append((ids, text))
+    return calls
+
+
+failed = False
+written = run(*runner, str(args.calls), str(args.seed))
+with open(base + ".calls", "w") as f:  # to compare across targets
+    f.write(written)
+calls = parse_calls(written.splitlines())
+requests = "".join(json.dumps({"schema": call_schema, "text": text}) + "\n" for _, text in calls)
+verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests).splitlines()]
+bad = [(text, v) for (_, text), v in zip(calls, verdicts) if not v.get("valid")]
+order = []
+for _, text in calls:
+    call = json.loads(text)
+    declared = list(next(t for t in tools if t["name"] == call["name"]).get("parameters", {}).get("properties", {}))
+    if [k for k in declared if k in call["arguments"]] != list(call["arguments"]):
+        order.append(text)
+if bad or order or len(verdicts) != len(calls):
+    failed = True
+    print(f"MISMATCH {len(bad)} of {len(calls)} calls invalid, {len(order)} out of order; first: "
+          f"{(bad or order)[:1]}")
+else:
+    print(f"MATCH {len(calls)} calls valid")
+
+lines = run(*runner, str(args.masks), str(args.seed + 1), "masks").splitlines()
+ours, walks = [], []
+for line in lines:
+    if line.startswith("M"):
+        ours[-1].append([[int(x) for x in r.split("-")] for r in line.split()[1:]])
+    else:
+        walks.append(parse_calls([line])[0][0])
+        ours.append([])
+requests = "".join(json.dumps({"schema": call_schema, "stop": [end["id"]] if end else [], "walk": w}) + "\n"
+                   for w in walks)
+theirs = [json.loads(line) for line in
+          run(*oracle, "masks", os.path.join(args.tokenizer, "tokenizer.json"), str(count), input=requests).splitlines()]
+vocabulary = token_bytes(spec)
+ids = lambda ranges: {i for lo, hi in ranges for i in range(lo, hi)}
+
+
+def utf8_prefix(data):
+    """Whether `data` begins valid UTF-8 (an incomplete last sequence allowed)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+differences = []
+for walk, mine, xgr in zip(walks, ours, theirs):
+    if "error" in xgr:
+        differences.append(f"XGrammar: {xgr['error']} in walk {walk}")
+        continue
+    # Without an end token our walk ends where the JSON does; XGrammar's last mask is then empty too.
+    for step, (a, b) in enumerate(zip(mine, xgr["masks"])):
+        if a == b:
+            continue
+        written = b"".join(vocabulary[i] for i in walk[:step])
+        a, b = ids(a), ids(b)
+        b -= {i for i in b - a if i in vocabulary and not utf8_prefix(written + vocabulary[i])}
+        if a != b:
+            only_ours, only_theirs = sorted(a - b)[:8], sorted(b - a)[:8]
+            differences.append(f"step {step} of walk {walk[:step + 1]}: only ours {only_ours}, only XGrammar's "
+                               f"{only_theirs}")
+            break
+if differences or len(theirs) != len(walks):
+    failed = True
+    print(f"MISMATCH masks against XGrammar: {differences[:3]}")
+else:
+    print(f"MATCH masks of {len(walks)} calls ({sum(len(m) for m in ours)} steps) equal XGrammar's")
+sys.exit(1 if failed else 0)
