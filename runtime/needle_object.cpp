@@ -5,7 +5,7 @@
 // with a tokenizer, needle_tokenizer); needlec renames the needle_abi_* functions to NAME_*
 // (dropping the text functions of a model without a tokenizer) and internalizes everything
 // else, so two models (or two needlec versions) link into one program without clashing.
-#include "calls/calls.h"
+#include "calls/session.h"
 #include "needle_runtime.h"
 #include "tokenizer/tokenizer.h"
 
@@ -75,6 +75,11 @@ int needle_abi_decode_flush(void *d, char *out, size_t cap, size_t *length) {
 }
 
 // The call functions, on the tool-call automaton's image.
+int needle_abi_call(void *s, const char *text, size_t length, float threshold, char *out, size_t cap,
+                    size_t *out_length, float *confidence) {
+  return needle_rt::session_call(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_calls, s,
+                                 text, length, threshold, out, cap, out_length, confidence);
+}
 void needle_abi_call_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
 }

@@ -222,12 +222,20 @@ typedef struct {{
   uint32_t opaque[2];
 }} {0}_call_state;
 
+#ifndef NEEDLE_CALL_CODES
+#define NEEDLE_CALL_CODES
+enum {{ NEEDLE_NO_CALL = 1 }}; /* NAME_call: the confidence is under the threshold */
+#endif
+#define {0}_MAX_QUERY {2} /* the longest text {0}_call takes, in bytes */
+
+int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
+             float *confidence);
 void {0}_call_begin({0}_call_state *state);
 int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
 int {0}_call_advance({0}_call_state *state, int32_t token);
 int {0}_call_finished(const {0}_call_state *state);
 )",
-                     name, image.words);
+                     name, image.words, image.max_query);
 }
 
 std::string header(const std::string &name, const KernelProgram &program) {
@@ -389,6 +397,12 @@ needle_rt::CallTables calls() {{ return needle_rt::call_tables(kCalls); }}
 }} // namespace
 
 extern "C" {{
+
+int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
+             float *confidence) {{
+  return needle_rt::session_call(kFacts, step, confidence_head, kTokenizer, kCalls, s, text, len, threshold, out, cap,
+                                 out_len, confidence);
+}}
 
 void {0}_call_begin({0}_call_state *state) {{
   needle_rt::call_begin(calls(), reinterpret_cast<needle_rt::CallState *>(state));

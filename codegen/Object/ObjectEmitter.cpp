@@ -48,7 +48,7 @@ constexpr const char *kInterfaceFunctions[] = {"info", "arena_size", "arena_alig
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
 // A model with tools exports these too.
-constexpr const char *kCallFunctions[] = {"call_begin", "call_mask", "call_advance", "call_finished"};
+constexpr const char *kCallFunctions[] = {"call", "call_begin", "call_mask", "call_advance", "call_finished"};
 
 /// Times the phases of one emission.
 class PhaseClock {
@@ -359,8 +359,9 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   module->setModuleIdentifier(options.name);
   module->setSourceFileName(options.name);
   defineData(*module, program);
-  defineImage(*module, "needle_tokenizer", program.tokenizer, kTextFunctions);
+  // The calls first: NAME_call reads the tokenizer too, and goes with the calls.
   defineImage(*module, "needle_calls", program.calls, kCallFunctions);
+  defineImage(*module, "needle_tokenizer", program.tokenizer, kTextFunctions);
   bindKernels(*module);
   checkNoHalideRuntime(*module);
   exportInterface(*module, options.name, !program.tokenizer.empty(), !program.calls.empty());

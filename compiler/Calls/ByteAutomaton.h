@@ -17,9 +17,9 @@ namespace needle::calls {
 struct ByteAutomaton {
   std::array<uint8_t, 256> classOf{}; // each byte's class
   uint32_t classes = 0;
-  uint32_t states = 0;             // state 0 is the start
-  std::vector<int32_t> next;       // [state * classes + class]: the next state, -1 for none
-  std::vector<uint8_t> accepting;  // [state]: 1 where a whole value ends
+  uint32_t states = 0;            // state 0 is the start
+  std::vector<int32_t> next;      // [state * classes + class]: the next state, -1 for none
+  std::vector<uint8_t> accepting; // [state]: 1 where a whole value ends
 
   int32_t step(uint32_t state, uint8_t byte) const { return next[size_t(state) * classes + classOf[byte]]; }
 };

@@ -30,14 +30,16 @@ LangPtr digitsBetween(std::string_view from, std::string_view to) {
   std::vector<LangPtr> parts;
   char low = from[0], high = to[0];
   if (!fromZeros) {
-    parts.push_back(seq({byteRange(uint8_t(low), uint8_t(low)), digitsBetween(fromRest, std::string(fromRest.size(), '9'))}));
+    parts.push_back(
+        seq({byteRange(uint8_t(low), uint8_t(low)), digitsBetween(fromRest, std::string(fromRest.size(), '9'))}));
     ++low;
   }
   const char lastWhole = toNines ? high : char(high - 1);
   if (low <= lastWhole)
     parts.push_back(seq({byteRange(uint8_t(low), uint8_t(lastWhole)), digits(fromRest.size())}));
   if (!toNines)
-    parts.push_back(seq({byteRange(uint8_t(high), uint8_t(high)), digitsBetween(std::string(toRest.size(), '0'), toRest)}));
+    parts.push_back(
+        seq({byteRange(uint8_t(high), uint8_t(high)), digitsBetween(std::string(toRest.size(), '0'), toRest)}));
   return alt(std::move(parts));
 }
 
@@ -61,10 +63,12 @@ LangPtr naturals(uint64_t low, std::optional<uint64_t> high) {
 LangPtr integers(std::optional<int64_t> low, std::optional<int64_t> high) {
   std::vector<LangPtr> parts;
   if (!high || *high >= 0)
-    parts.push_back(naturals(low && *low > 0 ? uint64_t(*low) : 0, high ? std::optional(uint64_t(*high)) : std::nullopt));
+    parts.push_back(
+        naturals(low && *low > 0 ? uint64_t(*low) : 0, high ? std::optional(uint64_t(*high)) : std::nullopt));
   if (!low || *low < 0) {
     const uint64_t nearest = high && *high < 0 ? uint64_t(-(*high + 1)) + 1 : 1; // |high|, without overflow
-    parts.push_back(seq({literal("-"), low ? naturals(nearest, uint64_t(-(*low + 1)) + 1) : naturals(nearest, std::nullopt)}));
+    parts.push_back(
+        seq({literal("-"), low ? naturals(nearest, uint64_t(-(*low + 1)) + 1) : naturals(nearest, std::nullopt)}));
   }
   return alt(std::move(parts));
 }
@@ -72,9 +76,10 @@ LangPtr integers(std::optional<int64_t> low, std::optional<int64_t> high) {
 LangPtr number() {
   const LangPtr whole = alt({literal("0"), seq({byteRange('1', '9'), repeat(digit(), 0, kUnbounded)})});
   const LangPtr fraction = repeat(seq({literal("."), repeat(digit(), 1, kUnbounded)}), 0, 1);
-  const LangPtr exponent = repeat(seq({alt({literal("e"), literal("E")}), repeat(alt({literal("+"), literal("-")}), 0, 1),
-                                       repeat(digit(), 1, kUnbounded)}),
-                                  0, 1);
+  const LangPtr exponent =
+      repeat(seq({alt({literal("e"), literal("E")}), repeat(alt({literal("+"), literal("-")}), 0, 1),
+                  repeat(digit(), 1, kUnbounded)}),
+             0, 1);
   return seq({repeat(literal("-"), 0, 1), whole, fraction, exponent});
 }
 
@@ -138,11 +143,32 @@ private:
   }
 
   static bool known(std::string_view key) {
-    static const std::set<std::string_view> keys = {
-        "type",     "properties", "required",  "additionalProperties", "enum",      "const",   "minLength",
-        "maxLength", "minimum",   "maximum",   "exclusiveMinimum",     "exclusiveMaximum", "minItems", "maxItems",
-        "items",    "anyOf",      "oneOf",     "$ref",                 "$defs",     "definitions", "description",
-        "title",    "$comment",   "examples",  "default",              "$schema"};
+    static const std::set<std::string_view> keys = {"type",
+                                                    "properties",
+                                                    "required",
+                                                    "additionalProperties",
+                                                    "enum",
+                                                    "const",
+                                                    "minLength",
+                                                    "maxLength",
+                                                    "minimum",
+                                                    "maximum",
+                                                    "exclusiveMinimum",
+                                                    "exclusiveMaximum",
+                                                    "minItems",
+                                                    "maxItems",
+                                                    "items",
+                                                    "anyOf",
+                                                    "oneOf",
+                                                    "$ref",
+                                                    "$defs",
+                                                    "definitions",
+                                                    "description",
+                                                    "title",
+                                                    "$comment",
+                                                    "examples",
+                                                    "default",
+                                                    "$schema"};
     return keys.count(key) > 0;
   }
 
@@ -208,7 +234,8 @@ private:
     for (size_t i = 0; i < automata.size(); ++i)
       for (size_t j = i + 1; j < automata.size(); ++j)
         if (const auto both = commonText(automata[i], automata[j]))
-          error(at, "branches {} and {} both take {}: a value valid under both is not valid under oneOf; use "
+          error(at,
+                "branches {} and {} both take {}: a value valid under both is not valid under oneOf; use "
                 "anyOf, or make them disjoint",
                 i, j, *both);
   }
@@ -274,7 +301,8 @@ private:
     if (types.empty())
       error(path, "a value of any type is not supported: give its type (or enum, const, anyOf, $ref)");
     for (const std::string &key : assertions(schema))
-      if (key != "type" && std::none_of(types.begin(), types.end(), [&](const std::string &t) { return appliesTo(key, t); }))
+      if (key != "type" &&
+          std::none_of(types.begin(), types.end(), [&](const std::string &t) { return appliesTo(key, t); }))
         error(path + "." + key, "does not apply to type {}", json::serialize(*schema.find("type")));
     std::vector<LangPtr> parts;
     for (const std::string &type : types)
@@ -333,7 +361,8 @@ private:
     return {low, high.value_or(kUnbounded)};
   }
 
-  std::optional<int64_t> limit(const Value &schema, std::string_view key, const std::string &path, int direction) const {
+  std::optional<int64_t> limit(const Value &schema, std::string_view key, const std::string &path,
+                               int direction) const {
     const Value *v = schema.find(key);
     if (!v)
       return std::nullopt;
@@ -365,7 +394,8 @@ private:
     if (!items)
       error(path, "an array needs items (a schema for every element)");
     const auto [low, high] = bounds(schema, "minItems", "maxItems", path);
-    return seq({literal("["), repeat(value(*items, path + ".items", depth + 1), low, high, literal(",")), literal("]")});
+    return seq(
+        {literal("["), repeat(value(*items, path + ".items", depth + 1), low, high, literal(",")), literal("]")});
   }
 
   LangPtr object(const Value &schema, const std::string &path, size_t depth) {
@@ -401,8 +431,8 @@ private:
 
   const Value &root_;
   std::string source_;
-  std::vector<std::string> refs_;             // the references being compiled, outermost first
-  std::map<std::string, LangPtr> compiled_;   // each reference's language, once
+  std::vector<std::string> refs_;           // the references being compiled, outermost first
+  std::map<std::string, LangPtr> compiled_; // each reference's language, once
 };
 
 std::string text(const Value &object, std::string_view key, const std::string &path, const std::string &source) {

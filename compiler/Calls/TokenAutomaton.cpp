@@ -40,8 +40,8 @@ std::vector<Edge> tokenMoves(const ByteAutomaton &dfa, uint32_t state, const Sor
                              const std::vector<std::optional<std::string>> &tokens) {
   std::vector<Edge> moves;
   std::vector<int32_t> path = {int32_t(state)}; // path[j]: the state after j bytes of the current token
-  size_t valid = 0;                              // path[0..valid] hold for the current prefix
-  int64_t deadAt = -1;                           // the byte at which the last prefix died
+  size_t valid = 0;                             // path[0..valid] hold for the current prefix
+  int64_t deadAt = -1;                          // the byte at which the last prefix died
   for (size_t i = 0; i < v.ids.size(); ++i) {
     const std::string &text = *tokens[size_t(v.ids[i])];
     if (deadAt >= 0 && v.common[i] > uint64_t(deadAt))
@@ -96,7 +96,7 @@ std::vector<uint32_t> distances(const std::vector<std::vector<Edge>> &moves, uin
 
 /// Each state's tokens by the state they lead to, as bitsets of `words` words.
 std::vector<std::map<uint32_t, std::vector<uint32_t>>> targetSets(const std::vector<std::vector<Edge>> &moves,
-                                                                   uint32_t words) {
+                                                                  uint32_t words) {
   std::vector<std::map<uint32_t, std::vector<uint32_t>>> sets(moves.size());
   for (size_t s = 0; s < moves.size(); ++s)
     for (const Edge &e : moves[s]) {
@@ -109,7 +109,8 @@ std::vector<std::map<uint32_t, std::vector<uint32_t>>> targetSets(const std::vec
 /// Lays out the states' moves: a set of tokens with one target becomes a bitset when, over every
 /// state it appears in, its edges would take more bytes than the bitset; the rest are edges.
 CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vector<uint32_t> &distance,
-                     uint32_t finished, uint32_t vocabulary) {
+                     uint32_t finished, uint32_t vocabulary, int32_t endToken, const CallPrompt &prompt,
+                     const std::string &source) {
   const uint32_t words = (vocabulary + 31) / 32;
   const auto sets = targetSets(moves, words);
   std::map<std::vector<uint32_t>, uint64_t> edgeBytes; // each set: what its edges would take, in all
@@ -151,6 +152,23 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
   h.states = uint32_t(moves.size());
   h.start = 0;
   h.finished = finished;
+  h.end_token = endToken;
+  h.prefix_ids = out.array(prompt.prefix);
+  h.prefix_count = uint32_t(prompt.prefix.size());
+  h.suffix_ids = out.array(prompt.suffix);
+  h.suffix_count = uint32_t(prompt.suffix.size());
+  // The scratch: the query's ids, the mask, the encoder's, each 16-byte aligned.
+  const auto aligned = [](uint64_t n) { return (n + 15) / 16 * 16; };
+  const uint64_t maskOffset = aligned(uint64_t(prompt.maxQueryIds) * 4);
+  const uint64_t encodeOffset = maskOffset + aligned(uint64_t(words) * 4);
+  const uint64_t scratch = encodeOffset + aligned(prompt.encodeScratch);
+  if (scratch > UINT32_MAX)
+    fail("{}: a query of {} bytes needs {} bytes of scratch, more than 4 GiB", source, prompt.maxQuery, scratch);
+  h.max_query = prompt.maxQuery;
+  h.max_query_ids = prompt.maxQueryIds;
+  h.scratch_bytes = uint32_t(scratch);
+  h.mask_offset = uint32_t(maskOffset);
+  h.encode_offset = uint32_t(encodeOffset);
   h.rows = out.array(rows);
   h.groups = out.array(groups);
   h.bitsets = out.array(bitsets);
@@ -158,6 +176,7 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
   h.distances = out.array(distance);
   CompiledCalls compiled;
   compiled.image = out.finish(h);
+  compiled.scratchBytes = h.scratch_bytes;
   compiled.figures = {h.states, uint32_t(bitsetIds.size()), uint32_t(groups.size()), uint32_t(edges.size()),
                       compiled.image.size()};
   return compiled;
@@ -166,7 +185,7 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
 } // namespace
 
 CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std::optional<std::string>> &tokens,
-                                 int32_t endToken, const std::string &source) {
+                                 int32_t endToken, const CallPrompt &prompt, const std::string &source) {
   if (endToken >= int64_t(tokens.size()))
     fail("{}: the end token {} is not in the vocabulary", source, endToken);
   // With an end token, state dfa.states is finished; without, the accepting state is (one: a
@@ -212,7 +231,7 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
       if (distance[e.target] != kFar)
         kept[i].push_back({e.token, uint32_t(number[e.target])});
   }
-  return layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()));
+  return layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()), endToken, prompt, source);
 }
 
 } // namespace needle::calls

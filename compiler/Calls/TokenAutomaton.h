@@ -19,19 +19,31 @@ struct CallTablesFigures {
   uint64_t bytes = 0;
 };
 
+/// What NAME_call needs beside the automaton: the prompt around the query as ids, and how long a
+/// query may be (in bytes, and in ids), with the encoder's scratch for the longest.
+struct CallPrompt {
+  std::vector<int32_t> prefix, suffix;
+  uint32_t maxQuery = 0, maxQueryIds = 0;
+  uint64_t encodeScratch = 0;
+};
+
 struct CompiledCalls {
   std::vector<uint8_t> image; // needle_rt::CallImage and its arrays
   CallTablesFigures figures;
+  uint64_t scratchBytes = 0; // what NAME_call keeps at the end of the session's arena
 };
 
 /// The call automaton of `bytes` over a vocabulary of `tokens.size()` ids: each id's bytes in a
 /// text, none for an id that never appears in a call (special tokens, unused ids). `endToken`
 /// (-1: none) must follow a whole call; without one the call ends where its JSON does, which
 /// needs a language in which no whole value is the prefix of another. Errors name `source`.
+/// `prompt` is carried into the image for NAME_call.
 CompiledCalls buildCallAutomaton(const ByteAutomaton &bytes, const std::vector<std::optional<std::string>> &tokens,
-                                 int32_t endToken, const std::string &source);
+                                 int32_t endToken, const CallPrompt &prompt, const std::string &source);
 
 /// The runtime's view of an image that buildCallAutomaton made (8-byte aligned).
-inline needle_rt::CallTables callTables(const std::vector<uint8_t> &image) { return needle_rt::call_tables(image.data()); }
+inline needle_rt::CallTables callTables(const std::vector<uint8_t> &image) {
+  return needle_rt::call_tables(image.data());
+}
 
 } // namespace needle::calls

@@ -1,5 +1,6 @@
 #include "Pipeline/Compile.h"
 
+#include "Calls/Prompt.h"
 #include "Calls/Schema.h"
 #include "Calls/TokenAutomaton.h"
 #include "Import/Importer.h"
@@ -11,6 +12,8 @@
 #include "Reference/Numerics.h"
 #include "Support/Error.h"
 #include "Support/Files.h"
+#include "Support/Json.h"
+#include "Support/RoundUp.h"
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/Lower.h"
 
@@ -179,10 +182,9 @@ CompileResult emitMlir(const CompileOptions &options) {
   return result;
 }
 
-/// The model through the pipeline, lowered to kernel calls: what both code printers print.
 /// The automaton of the calls of --tools over the model's tokens (docs/tool-calls.md).
-std::vector<uint8_t> compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
-                                      std::string &stats) {
+calls::CompiledCalls compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
+                                      int64_t maxSeqLen, std::string &stats) {
   const std::string source = options.tools.string();
   if (tokenizer.callTokens.empty())
     fail("--tools: the model has no tokenizer, and calls are written in its tokens: give --tokenizer");
@@ -197,14 +199,27 @@ std::vector<uint8_t> compileToolCalls(const CompileOptions &options, const Compi
   const std::vector<calls::Tool> tools =
       calls::parseTools(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), source);
   const calls::ByteAutomaton bytes = calls::buildByteAutomaton(calls::callLanguage(tools, source), source);
-  calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, tokenizer.callTokens, end, source);
+  std::string prompt(calls::kDefaultPrompt);
+  if (!options.prompt.empty()) {
+    const std::vector<uint8_t> file = readFile(options.prompt);
+    prompt.assign(file.begin(), file.end());
+  }
+  const std::string toolsJson =
+      json::serialize(json::parse(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), source));
+  const calls::CallPrompt callPrompt =
+      calls::buildPrompt(prompt, toolsJson, tokenizer.image, options.maxQuery, uint32_t(maxSeqLen),
+                         options.prompt.empty() ? "the default prompt" : options.prompt.string());
+  calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, tokenizer.callTokens, end, callPrompt, source);
   const calls::CallTablesFigures &f = compiled.figures;
   stats += fmt::format("tool calls: {} tools, {} byte states, {} token states, {} bitsets in {} groups, {} edges, {} "
                        "bytes of tables\n",
                        tools.size(), bytes.states, f.states, f.bitsets, f.groups, f.edges, f.bytes);
-  return std::move(compiled.image);
+  stats += fmt::format("call prompt: {} ids before the query, {} after; {} bytes of scratch in the arena\n",
+                       callPrompt.prefix.size(), callPrompt.suffix.size(), compiled.scratchBytes);
+  return compiled;
 }
 
+/// The model through the pipeline, lowered to kernel calls: what both code printers print.
 KernelProgram compileProgram(const CompileOptions &options, const std::string &backend, std::vector<PhaseTime> &times,
                              std::string &stats) {
   auto start = std::chrono::steady_clock::now();
@@ -226,7 +241,7 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);
   done("lower to kernel calls");
   CompiledTokenizer tokenizer = compileTokenizer(model);
-  program.tokenizer = std::move(tokenizer.image);
+  program.tokenizer = tokenizer.image;
   program.facts.bosId = tokenizer.bos;
   program.facts.eosId = tokenizer.eos;
   if (!program.tokenizer.empty()) {
@@ -234,7 +249,10 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
     stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
   }
   if (!options.tools.empty()) {
-    program.calls = compileToolCalls(options, tokenizer, stats);
+    calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, program.facts.maxSeqLen, stats);
+    program.calls = std::move(compiled.image);
+    // NAME_call's scratch, at the end of the arena (runtime/calls/session.h).
+    program.facts.arenaSize += roundUp(int64_t(compiled.scratchBytes), program.facts.arenaAlign);
     done("compile the tool-call automaton");
   }
   stats += pipelineStats(figures);

@@ -38,9 +38,11 @@ struct CompileOptions {
   KernelChoice kernels = KernelChoice::Native;
   Activations activations = Activations::Float;
   int64_t batch = 16;
-  bool passes = true;          // --emit mlir: false prints the IR straight after import
-  std::filesystem::path tools; // --tools: the tools.json whose calls the model writes (empty: none)
-  std::string callEnd;         // --call-end: the added token that ends a call (empty: the EOS, if any)
+  bool passes = true;           // --emit mlir: false prints the IR straight after import
+  std::filesystem::path tools;  // --tools: the tools.json whose calls the model writes (empty: none)
+  std::string callEnd;          // --call-end: the added token that ends a call (empty: the EOS, if any)
+  std::filesystem::path prompt; // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)
+  uint32_t maxQuery = 1024;     // --max-query: the longest query NAME_call takes, in bytes
   /// -o: where the outputs go ("-" for stdout). The IR names its weights file relative to it, and
   /// the outputs' paths are formed from it.
   std::string output;

@@ -35,6 +35,13 @@ struct CallRow {
 /// State `finished` is a whole call (its end token taken, when the tools name one): nothing follows.
 struct CallImage {
   uint32_t vocab_size, words, states, start, finished;
+  int32_t end_token; // -1: none (a call ends at its closing brace)
+  // The prompt around the query, as ids (docs/tool-calls.md, "The prompt").
+  uint32_t prefix_ids, prefix_count, suffix_ids, suffix_count;
+  // What call_decode keeps at the end of the session's arena, `scratch_bytes` in all: the query's
+  // ids (at most max_query_ids) at 0, the mask at mask_offset, the encoder's scratch at
+  // encode_offset (enough for a query of max_query bytes).
+  uint32_t max_query, max_query_ids, scratch_bytes, mask_offset, encode_offset;
   uint32_t rows;      // CallRow [states]
   uint32_t groups;    // CallGroup [...]
   uint32_t bitsets;   // uint32_t [bitset count * words]: bit i % 32 of word i / 32 is token i
@@ -44,6 +51,7 @@ struct CallImage {
 
 struct CallTables {
   const CallImage *header;
+  const int32_t *prefix_ids, *suffix_ids;
   const CallRow *rows;
   const CallGroup *groups;
   const uint32_t *bitsets;
@@ -53,7 +61,11 @@ struct CallTables {
 
 inline CallTables call_tables(const uint8_t *image) {
   const auto *h = reinterpret_cast<const CallImage *>(image);
-  return {h, reinterpret_cast<const CallRow *>(image + h->rows), reinterpret_cast<const CallGroup *>(image + h->groups),
+  return {h,
+          reinterpret_cast<const int32_t *>(image + h->prefix_ids),
+          reinterpret_cast<const int32_t *>(image + h->suffix_ids),
+          reinterpret_cast<const CallRow *>(image + h->rows),
+          reinterpret_cast<const CallGroup *>(image + h->groups),
           reinterpret_cast<const uint32_t *>(image + h->bitsets),
           reinterpret_cast<const CallEdge *>(image + h->edges),
           reinterpret_cast<const uint32_t *>(image + h->distances)};
@@ -156,6 +168,88 @@ inline int call_advance(const CallTables &t, CallState *s, int32_t token) {
 inline int call_finished(const CallTables &t, const CallState *s) {
   const int64_t state = call_state_of(t, s);
   return state < 0 ? status_err_arg : int(uint32_t(state) == t.header->finished);
+}
+
+/// NAME_call's status for a confidence under the threshold (not an error).
+enum : int { status_no_call = 1 };
+
+/// Feeds `ids` through a buffer of the caller's stack: a feed refuses tokens that lie in the
+/// session's arena, where call_decode keeps them.
+template <typename Model> int call_feed(Model &m, const int32_t *ids, size_t n) {
+  int32_t chunk[64];
+  for (size_t done = 0; done < n;) {
+    const size_t take = n - done < 64 ? n - done : 64;
+    std::memcpy(chunk, ids + done, take * sizeof(int32_t));
+    if (const int status = m.feed(chunk, take); status != status_ok)
+      return status;
+    done += take;
+  }
+  return status_ok;
+}
+
+/// The allowed token with the largest logit (the first, on a tie); -1 for none.
+inline int32_t call_argmax(const uint32_t *bits, uint32_t words, const float *logits) {
+  int32_t best = -1;
+  for (uint32_t w = 0; w < words; ++w)
+    for (uint32_t word = bits[w]; word; word &= word - 1) {
+      const int32_t id = int32_t(w * 32 + uint32_t(__builtin_ctz(word)));
+      if (best < 0 || logits[id] > logits[best])
+        best = id;
+    }
+  return best;
+}
+
+/// NAME_call (docs/c-interface.md): the prompt with `text` as its query through the session, then,
+/// when the confidence head says at least `threshold`, the call decoded greedily under the
+/// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
+/// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
+/// token_bytes, and scratch (the call's bytes at the end of the arena).
+template <typename Model>
+int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
+                size_t *out_length, float *confidence) {
+  const CallImage &h = *t.header;
+  if (!m.valid() || (!text && length) || (!out && cap) || !out_length || !confidence)
+    return status_err_arg;
+  *out_length = 0;
+  if (length > h.max_query)
+    return status_err_full;
+  unsigned char *scratch = m.scratch();
+  auto *ids = reinterpret_cast<int32_t *>(scratch);
+  auto *bits = reinterpret_cast<uint32_t *>(scratch + h.mask_offset);
+  size_t count = 0;
+  m.reset();
+  int status = m.encode(text, length, scratch + h.encode_offset, ids, h.max_query_ids, &count);
+  if (status == status_err_space)
+    return status_err_full;
+  if (status != status_ok || (status = call_feed(m, t.prefix_ids, h.prefix_count)) != status_ok ||
+      (status = call_feed(m, ids, count)) != status_ok ||
+      (status = call_feed(m, t.suffix_ids, h.suffix_count)) != status_ok)
+    return status;
+  *confidence = m.confidence();
+  if (!(*confidence >= threshold))
+    return status_no_call;
+  CallState state;
+  call_begin(t, &state);
+  size_t written = 0;
+  while (!call_finished(t, &state)) {
+    // Every token but the last is fed, so the call may take one token past the session's room.
+    if ((status = call_mask(t, &state, m.max_seq() - m.position() + 1, bits)) != status_ok)
+      return status;
+    const int32_t token = call_argmax(bits, h.words, m.logits());
+    call_advance(t, &state, token);
+    if (token != h.end_token) {
+      const char *bytes = nullptr;
+      size_t n = 0;
+      m.token_bytes(token, &bytes, &n);
+      if (written + n <= cap)
+        std::memcpy(out + written, bytes, n);
+      written += n;
+    }
+    if (!call_finished(t, &state) && (status = call_feed(m, &token, 1)) != status_ok)
+      return status;
+  }
+  *out_length = written;
+  return written <= cap ? status_ok : status_err_space;
 }
 
 } // namespace needle_rt

@@ -11,6 +11,9 @@ test/e2e/calls.c, links and runs it (under --run), and checks:
 - every one of N calls drawn at random under the automaton's masks: JSON.parse takes it, Ajv
   (test/calls/oracle.mjs) finds it valid against the schema of the calls of TOOLS_JSON, and its
   arguments' keys come in the schema's order;
+- with --queries, NAME_call on each query (threshold 0.5; test/e2e/call.c checks that a reused
+  session answers as a fresh one, after a call, a "no call" and errors): every call it makes is
+  valid (Ajv), every other answer is NEEDLE_NO_CALL;
 - K of them step by step: the mask (no budget) equals XGrammar's for the same schema, vocabulary
   and end token at every step, but for one difference by design, checked on purpose: XGrammar's
   UTF-8 is lenient (C0, C1 and F5-F7 as lead bytes, overlong forms, surrogates), needlec's strings
@@ -35,6 +38,7 @@ for name in ("tools", "work", "e2e", "tokenizer", "tools_json", "npm"):
 p.add_argument("--end", help="needlec's --call-end")
 p.add_argument("--calls", type=int, default=200)
 p.add_argument("--masks", type=int, default=5)
+p.add_argument("--queries", help="a file of queries (JSON strings, one a line) for NAME_call")
 p.add_argument("--seed", type=int, default=1)
 add_build_options(p)
 args = p.parse_args()
@@ -67,8 +71,11 @@ if definitions:
 
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "c")
-runner = build_with_tokenizer(args, args.tokenizer, count, base, os.path.join(args.e2e, "calls.c"),
-                              ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else []))
+# max_seq_len 1024: room for the default prompt, which holds the tools.
+runner, caller = build_with_tokenizer(args, args.tokenizer, count, base,
+                                      [os.path.join(args.e2e, "calls.c"), os.path.join(args.e2e, "call.c")],
+                                      ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else []),
+                                      ["--set", "max_seq_len=1024"])
 
 
 def parse_calls(lines):
@@ -154,4 +161,19 @@ if differences or len(theirs) != len(walks):
     print(f"MISMATCH masks against XGrammar: {differences[:3]}")
 else:
     print(f"MATCH masks of {len(walks)} calls ({sum(len(m) for m in ours)} steps) equal XGrammar's")
+
+if args.queries:
+    queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
+    answers = run(*caller, "0.5", input="".join(q.encode("utf-8").hex() + "\n" for q in queries)).splitlines()
+    made = [bytes.fromhex(a.split()[2]).decode("utf-8") for a in answers if a.split()[0] == "0"]
+    declined = sum(a.split()[0] == "1" for a in answers)
+    requests = "".join(json.dumps({"schema": call_schema, "text": text}) + "\n" for text in made)
+    verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests).splitlines()]
+    invalid = [text for text, v in zip(made, verdicts) if not v.get("valid")]
+    if len(answers) != len(queries) or invalid or len(made) + declined != len(queries):
+        failed = True
+        print(f"MISMATCH NAME_call: {len(answers)} answers to {len(queries)} queries, {len(invalid)} invalid "
+              f"{invalid[:1]}, {len(queries) - len(made) - declined} errors")
+    else:
+        print(f"MATCH NAME_call: {len(made)} valid calls, {declined} declined, each as on a fresh session")
 sys.exit(1 if failed else 0)

@@ -64,7 +64,7 @@ expected_bytes = token_bytes(spec)
 count = max(expected_bytes) + 1
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "t")
-runner = build_with_tokenizer(args, args.tokenizer, count, base, os.path.join(args.e2e, "text.c"))
+[runner] = build_with_tokenizer(args, args.tokenizer, count, base, [os.path.join(args.e2e, "text.c")])
 
 texts = [json.loads(line) for line in read_lines(args.texts)]
 added = [(a["content"], a["id"]) for a in spec.get("added_tokens", [])]

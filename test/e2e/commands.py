@@ -27,13 +27,14 @@ def add_build_options(parser):
     parser.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
 
 
-def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, main_c, needlec_flags=()):
+def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_flags=(), synth_flags=()):
     """Synthesizes a tiny model of `vocab_size` ids with TOKENIZER_DIR's tokenizer.json, compiles it
     (needlec --emit obj for args.target, or --emit cpp built by args.cxx) to BASE.o and BASE.h, builds
-    `main_c` with args.cc and links the two; returns the command that runs the program."""
+    each C file of `mains` with args.cc and links it with the model; returns the commands that run
+    the programs, in order."""
     tool = lambda name: os.path.join(args.tools, name)
     model = os.path.join(os.path.dirname(base), "m")
-    run(tool("needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}",
+    run(tool("needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}", *synth_flags,
         "--tokenizer", "none", "-o", model)
     shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), model)
     needlec = [tool("needlec"), model, "--layers", "2", *needlec_flags, "-o", base]
@@ -44,8 +45,12 @@ def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, main_c, needlec_
     else:
         run(*needlec, "--emit", "obj", "--target", args.target)
     header = os.path.basename(base) + ".h"
-    run(*cc, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{header}"', "-I", os.path.dirname(base), "-c", main_c,
-        "-o", base + "-main.o")
     link = shlex.split(args.ld) if args.ld else ["c++"] if args.emit == "cpp" else cc
-    run(*link, base + "-main.o", base + ".o", "-lm", "-o", base + "-run")
-    return shlex.split(args.run) + [base + "-run"]
+    runners = []
+    for main_c in mains:
+        program = base + "-" + os.path.splitext(os.path.basename(main_c))[0]
+        run(*cc, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{header}"', "-I", os.path.dirname(base), "-c",
+            main_c, "-o", program + ".o")
+        run(*link, program + ".o", base + ".o", "-lm", "-o", program)
+        runners.append(shlex.split(args.run) + [program])
+    return runners

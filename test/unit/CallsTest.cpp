@@ -45,7 +45,8 @@ TEST(CallsTest, IntegersInRangeAreExactlyThoseBetweenTheBounds) {
         R"({{"type": "object", "properties": {{"n": {{"type": "integer", "minimum": {}, "maximum": {}}}}}, "required": ["n"]}})",
         low, high));
     for (int64_t n = -2000; n <= 2000; ++n)
-      EXPECT_EQ(accepts(dfa, call(fmt::format(R"({{"n":{}}})", n))), n >= low && n <= high) << n << " in " << low << ".." << high;
+      EXPECT_EQ(accepts(dfa, call(fmt::format(R"({{"n":{}}})", n))), n >= low && n <= high)
+          << n << " in " << low << ".." << high;
     EXPECT_FALSE(accepts(dfa, call(R"({"n":-0})")));
     EXPECT_FALSE(accepts(dfa, call(R"({"n":007})")));
   }
@@ -64,7 +65,8 @@ TEST(CallsTest, ExclusiveAndOneSidedIntegerBounds) {
 }
 
 TEST(CallsTest, OptionalPropertiesInOrderWithCommas) {
-  const ByteAutomaton dfa = callsOf(R"({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "boolean"},
+  const ByteAutomaton dfa =
+      callsOf(R"({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "boolean"},
       "c": {"type": "null"}}, "required": ["b"]})");
   EXPECT_TRUE(accepts(dfa, call(R"({"b":true})")));
   EXPECT_TRUE(accepts(dfa, call(R"({"a":null,"b":false})")));
@@ -83,11 +85,11 @@ TEST(CallsTest, StringLengthsCountCharactersNotBytes) {
   EXPECT_FALSE(accepts(dfa, call(R"({"s":"a"})")));
   EXPECT_TRUE(accepts(dfa, call(R"({"s":"ab"})")));
   EXPECT_TRUE(accepts(dfa, call("{\"s\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}"))); // three code points
-  EXPECT_TRUE(accepts(dfa, call(R"({"s":"\n\u00e9"})")));                                 // an escape is one
+  EXPECT_TRUE(accepts(dfa, call(R"({"s":"\n\u00e9"})")));                              // an escape is one
   EXPECT_FALSE(accepts(dfa, call(R"({"s":"abcd"})")));
-  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xc3\"}")));      // not UTF-8
+  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xc3\"}")));         // not UTF-8
   EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xed\xa0\x80\"}"))); // a surrogate
-  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\tb\"}")));        // a raw control character
+  EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\tb\"}")));          // a raw control character
 }
 
 TEST(CallsTest, ArraysEnumsConstAnyOfAndReferences) {
@@ -112,9 +114,11 @@ TEST(CallsTest, UnsupportedSchemasAreErrorsNamingThePath) {
   EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})")
                 .find("tools.json: [0].parameters.properties.a.pattern: the keyword is not supported"),
             std::string::npos);
-  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#/$defs/a"}}})")
-                .find("refers to itself"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#/$defs/a"}}})")
+          .find("refers to itself"),
+      std::string::npos);
   EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": "null"}}, "required": ["b"]})")
                 .find("[0].parameters.required: \"b\" is not one of the properties"),
             std::string::npos);
@@ -152,12 +156,13 @@ TEST(CallsTest, TokenMasksAreWhatTheByteAutomatonAllows) {
   std::vector<std::optional<std::string>> tokens;
   for (int b = 0; b < 256; ++b)
     tokens.push_back(std::string(1, char(b)));
-  for (const char *piece : {"{\"", "\":", "\"}", "\",", "name", "arguments", "12", "5", "50}", "ab", "\"n", "}}", "\xc3"})
+  for (const char *piece :
+       {"{\"", "\":", "\"}", "\",", "name", "arguments", "12", "5", "50}", "ab", "\"n", "}}", "\xc3"})
     tokens.push_back(std::string(piece));
   tokens.push_back(std::nullopt); // a special token
   const int32_t end = int32_t(tokens.size());
   tokens.push_back(std::nullopt); // the end token: never in a text
-  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   std::mt19937 random(7);
   for (int trial = 0; trial < 200; ++trial) {
@@ -192,11 +197,12 @@ TEST(CallsTest, TokenMasksAreWhatTheByteAutomatonAllows) {
 }
 
 TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
-  const ByteAutomaton dfa = callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
+  const ByteAutomaton dfa =
+      callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
   std::vector<std::optional<std::string>> tokens;
   for (int b = 0; b < 128; ++b)
     tokens.push_back(std::string(1, char(b)));
-  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   const std::string shortest = call(R"({"s":""})");
   needle_rt::CallState state;

@@ -128,11 +128,12 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   // The IR does not carry a tokenizer: one asked for by name must not be dropped without a word.
   if (cl.value("tokenizer").value_or("none") != "none" && emit == EmitKind::Mlir)
     fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
-  for (const char *flag : {"tools", "call-end"})
+  for (const char *flag : {"tools", "call-end", "prompt", "max-query"})
     if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj or cpp, which compile the calls in", flag);
-  if (cl.has("call-end") && !cl.has("tools"))
-    fail("--call-end: only meaningful with --tools");
+  for (const char *flag : {"call-end", "prompt", "max-query"})
+    if (cl.has(flag) && !cl.has("tools"))
+      fail("--{}: only meaningful with --tools", flag);
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -242,7 +243,7 @@ int run(int argc, char **argv) {
   // The named inputs, before any work; as outputs are staged, PendingOutput refuses every file the
   // run read (a model directory's files, the weights beside the IR).
   std::vector<fs::path> inputs = {options.input};
-  for (const char *flag : {"lora", "tokenizer", "tools"})
+  for (const char *flag : {"lora", "tokenizer", "tools", "prompt"})
     if (auto file = cl.value(flag); file && *file != "none")
       inputs.push_back(*file);
   for (const std::string &written : outputsOf(options.emit, options.output))
@@ -259,6 +260,13 @@ int run(int argc, char **argv) {
   if (auto tools = cl.value("tools"))
     options.tools = *tools;
   options.callEnd = cl.value("call-end").value_or("");
+  if (auto prompt = cl.value("prompt"))
+    options.prompt = *prompt;
+  if (auto maxQuery = cl.integer("max-query")) {
+    if (*maxQuery < 1 || *maxQuery > (int64_t(1) << 24))
+      fail("--max-query: {} is not between 1 and 16777216 bytes", *maxQuery);
+    options.maxQuery = uint32_t(*maxQuery);
+  }
   options.maxSeq = cl.integer("max-seq");
   options.kernels = cl.value("kernels").value_or("native") == "native" ? KernelChoice::Native : KernelChoice::Portable;
   options.activations = cl.value("activations").value_or("float") == "int8" ? Activations::Int8 : Activations::Float;

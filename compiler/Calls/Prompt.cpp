@@ -1,0 +1,55 @@
+#include "Calls/Prompt.h"
+
+#include "Support/Error.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace needle::calls {
+namespace {
+
+std::string replaceAll(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::vector<int32_t> encode(const needle_rt::TokTables &tables, const std::string &text, const std::string &source) {
+  const size_t scratchSize = needle_rt::tok_encode_scratch_size(tables, text.size());
+  if (scratchSize == SIZE_MAX)
+    fail("{}: the prompt is too long to encode", source);
+  std::vector<unsigned char> scratch(scratchSize);
+  std::vector<int32_t> ids(text.size() + 8);
+  size_t count = 0;
+  int status = needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
+                                     scratch.size(), ids.data(), ids.size(), &count);
+  if (status == needle_rt::status_err_space) {
+    ids.resize(count);
+    status = needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
+                                   scratch.size(), ids.data(), ids.size(), &count);
+  }
+  if (status != needle_rt::status_ok)
+    fail("internal: {}: the prompt does not encode (status {})", source, status);
+  ids.resize(count);
+  return ids;
+}
+
+} // namespace
+
+CallPrompt buildPrompt(std::string_view prompt, std::string_view toolsJson, const std::vector<uint8_t> &tokenizer,
+                       uint32_t maxQuery, uint32_t maxQueryIds, const std::string &source) {
+  const std::string text = replaceAll(std::string(prompt), "{{tools}}", toolsJson);
+  const size_t query = text.find("{{query}}");
+  if (query == std::string::npos || text.find("{{query}}", query + 1) != std::string::npos)
+    fail("{}: the prompt must hold {{{{query}}}} exactly once, where the user's words go", source);
+  const needle_rt::TokTables tables = needle_rt::tok_tables(tokenizer.data());
+  CallPrompt out;
+  out.prefix = encode(tables, text.substr(0, query), source);
+  out.suffix = encode(tables, text.substr(query + 9), source);
+  out.maxQuery = maxQuery;
+  out.maxQueryIds = maxQueryIds;
+  out.encodeScratch = needle_rt::tok_encode_scratch_size(tables, maxQuery);
+  if (out.encodeScratch == SIZE_MAX)
+    fail("--max-query: {} bytes is too long a query to encode", maxQuery);
+  return out;
+}
+
+} // namespace needle::calls

@@ -1,0 +1,27 @@
+// The text around the user's words in NAME_call (docs/tool-calls.md, "The prompt"): fixed when
+// the model is compiled, so it is encoded once, here, to the ids NAME_call feeds before and after
+// the query's. No MLIR.
+#pragma once
+
+#include "Calls/TokenAutomaton.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace needle::calls {
+
+/// The prompt when --prompt gives none.
+inline constexpr std::string_view kDefaultPrompt = "Tools: {{tools}}\nRequest: {{query}}\nCall:";
+
+/// The most bytes of a query NAME_call takes by default (--max-query).
+inline constexpr uint32_t kDefaultMaxQuery = 1024;
+
+/// `prompt` with {{tools}} as `toolsJson` (compact), split at its one {{query}}, each side encoded
+/// with the tokenizer image `tokenizer` (special tokens matched by name); a query of up to
+/// `maxQuery` bytes and `maxQueryIds` ids. Errors name `source`.
+CallPrompt buildPrompt(std::string_view prompt, std::string_view toolsJson, const std::vector<uint8_t> &tokenizer,
+                       uint32_t maxQuery, uint32_t maxQueryIds, const std::string &source);
+
+} // namespace needle::calls

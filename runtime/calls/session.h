@@ -1,0 +1,51 @@
+// NAME_call on a session (docs/c-interface.md, "Calls"): call_decode's model, on the session's
+// functions, the compiled tokenizer and the scratch the compiler added at the end of the arena.
+// Both backends define NAME_call with it: the object's runtime (needle_object.cpp) and the C++
+// source, which carries this header joined after the runtime and the tokenizer's.
+#ifndef NEEDLE_RT_CALLS_SESSION_H
+#define NEEDLE_RT_CALLS_SESSION_H
+
+#include "../needle_runtime.h"
+#include "../tokenizer/tokenizer.h"
+#include "calls.h"
+
+namespace needle_rt {
+
+struct CallSession {
+  const ModelFacts &facts;
+  StepFunction step;
+  HeadFunction confidence_head;
+  TokTables tokenizer;
+  const CallImage &calls;
+  void *session;
+
+  bool valid() const { return checked_session(facts, session) != nullptr; }
+  void reset() { session_reset(facts, session); }
+  int feed(const int32_t *ids, size_t n) { return session_feed(facts, step, session, ids, n); }
+  const float *logits() const { return session_logits(facts, session); }
+  float confidence() const { return session_confidence(facts, confidence_head, session); }
+  size_t position() const { return session_position(facts, session); }
+  size_t max_seq() const { return size_t(facts.max_seq_len); }
+  /// The query, its special tokens' texts taken as text: a user cannot type the prompt's tokens.
+  int encode(const char *text, size_t length, void *scratch, int32_t *ids, size_t cap, size_t *count) const {
+    return tok_encode(tokenizer, text, length, 0, scratch, calls.scratch_bytes - calls.encode_offset, ids, cap, count);
+  }
+  int token_bytes(int32_t id, const char **bytes, size_t *length) const {
+    return tok_token_bytes(tokenizer, id, bytes, length);
+  }
+  unsigned char *scratch() const {
+    return static_cast<unsigned char *>(session) + facts.arena_size - calls.scratch_bytes;
+  }
+};
+
+inline int session_call(const ModelFacts &facts, StepFunction step, HeadFunction confidence_head,
+                        const uint8_t *tokenizer, const uint8_t *calls, void *session, const char *text, size_t length,
+                        float threshold, char *out, size_t cap, size_t *out_length, float *confidence) {
+  const CallTables t = call_tables(calls);
+  CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
+  return call_decode(t, m, text, length, threshold, out, cap, out_length, confidence);
+}
+
+} // namespace needle_rt
+
+#endif // NEEDLE_RT_CALLS_SESSION_H

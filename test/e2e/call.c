@@ -1,0 +1,98 @@
+/* NAME_call through the C interface, as a product calls it:
+ *
+ *   call THRESHOLD < queries
+ *
+ * Each line of stdin is a query (its bytes as hex). For each, one output line:
+ * "STATUS CONFIDENCE HEX": NAME_call's status, the confidence head's value (%.6f) and the call's
+ * bytes, on a session that has already served every query before it, in order. Every query is
+ * also asked of a fresh session, and between two queries the reused session is put through a
+ * "no call" (threshold 2), a query too long for it, and a call with no room for its output:
+ * each answer must equal the fresh session's, bit for bit, or the program fails.
+ * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>". C11. */
+#define _POSIX_C_SOURCE 200809L /* getline */
+#include NEEDLE_HEADER
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(x) CAT(NEEDLE_NAME, x)
+#define MAX_QUERY CAT(NEEDLE_NAME, _MAX_QUERY)
+#define CAP 65536
+
+static void fail(const char *what, long value) {
+  fprintf(stderr, "call: %s (%ld)\n", what, value);
+  exit(1);
+}
+
+static FN(_session) * open_session(void) {
+  const size_t align = FN(_arena_align)();
+  const size_t size = (FN(_arena_size)() + align - 1) / align * align;
+  void *arena = aligned_alloc(align, size);
+  FN(_session) *s = arena ? FN(_open)(arena, size) : NULL;
+  if (!s)
+    fail("open", 0);
+  return s;
+}
+
+typedef struct {
+  int status;
+  float confidence;
+  size_t length;
+  char out[CAP];
+} answer;
+
+static void ask(FN(_session) * s, const char *text, size_t len, float threshold, size_t cap, answer *a) {
+  a->confidence = -1.0f;
+  a->length = 0;
+  a->status = FN(_call)(s, text, len, threshold, a->out, cap, &a->length, &a->confidence);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    fail("usage: call THRESHOLD < queries", argc);
+  const float threshold = strtof(argv[1], NULL);
+  FN(_session) *reused = open_session();
+  static char text[MAX_QUERY + 2];
+  static answer got, fresh, other;
+  char *line = NULL;
+  size_t line_cap = 0;
+  for (ssize_t n; (n = getline(&line, &line_cap, stdin)) > 0;) {
+    size_t len = 0;
+    for (const char *hex = line; hex[0] && hex[0] != '\n' && hex[1] && len <= MAX_QUERY; hex += 2) {
+      unsigned byte = 0;
+      sscanf(hex, "%2x", &byte);
+      text[len++] = (char)byte;
+    }
+    ask(reused, text, len, threshold, CAP, &got);
+    FN(_session) *clean = open_session();
+    ask(clean, text, len, threshold, CAP, &fresh);
+    free(clean);
+    if (got.status != fresh.status || got.length != fresh.length || memcmp(got.out, fresh.out, got.length) ||
+        memcmp(&got.confidence, &fresh.confidence, sizeof(float)))
+      fail("a reused session answers otherwise than a fresh one", got.status);
+    printf("%d %.6f ", got.status, got.confidence);
+    for (size_t i = 0; i < got.length && got.status == NEEDLE_OK; ++i)
+      printf("%02x", (unsigned char)got.out[i]);
+    printf("\n");
+    /* What may come between two requests. */
+    ask(reused, text, len, 2.0f, CAP, &other);
+    if (other.status != NEEDLE_NO_CALL || other.length != 0)
+      fail("a threshold of 2 must give no call", other.status);
+    static char too_long[MAX_QUERY + 1];
+    memset(too_long, 'a', sizeof too_long);
+    ask(reused, too_long, sizeof too_long, 0.0f, CAP, &other);
+    if (other.status != NEEDLE_ERR_FULL)
+      fail("a query past the limit must be refused", other.status);
+    if (got.status == NEEDLE_OK && got.length > 0) {
+      ask(reused, text, len, threshold, got.length - 1, &other);
+      if (other.status != NEEDLE_ERR_SPACE || other.length != got.length)
+        fail("a call with no room must say how much it needs", other.status);
+    }
+  }
+  free(line);
+  free(reused);
+  return 0;
+}
