@@ -1,15 +1,16 @@
 # needle_add_model(<target> MODEL <path> LAYERS <n> [NAME <name>] [MAX_SEQ <n>]
-#                  [EMIT obj|cpp] [TARGET <t>] [MCPU <cpu>] [MATTR <features>])
+#                  [EMIT obj|cpp] [TARGET <t>] [MCPU <cpu>] [MATTR <features>] [TOOLS <tools.json>])
 #
 # Compiles a Needle model with needlec at build time and adds a static library <target> holding
 # it; link it and include "<name>.h" (NAME defaults to <target>; it prefixes every symbol, so
 # several models link into one program). EMIT obj (the default) compiles to one object for
 # TARGET (default host; the product's toolchain must build for the same target) with MCPU and
 # MATTR passed as --mcpu/--mattr; EMIT cpp to standalone C++ that the product's compiler builds.
-# needlec is this project's target when it is part of the build, else the program named by
+# TOOLS compiles the automaton of the tools' calls in (needlec --tools; NAME_call,
+# docs/tool-calls.md). needlec is this project's target when it is part of the build, else the program named by
 # NEEDLEC_EXECUTABLE (or found on PATH).
 function(needle_add_model target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;LAYERS;NAME;MAX_SEQ;EMIT;TARGET;MCPU;MATTR" "")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;LAYERS;NAME;MAX_SEQ;EMIT;TARGET;MCPU;MATTR;TOOLS" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "needle_add_model: unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -27,9 +28,13 @@ function(needle_add_model target)
     set(needlec ${NEEDLEC_EXECUTABLE})
     set(needlec_dependency ${NEEDLEC_EXECUTABLE})
   endif()
-  set(max_seq)
+  set(model_flags) # --max-seq, --tools
   if(ARG_MAX_SEQ)
-    set(max_seq --max-seq ${ARG_MAX_SEQ})
+    set(model_flags --max-seq ${ARG_MAX_SEQ})
+  endif()
+  if(ARG_TOOLS)
+    get_filename_component(tools_file ${ARG_TOOLS} ABSOLUTE)
+    list(APPEND model_flags --tools ${tools_file})
   endif()
   get_filename_component(model ${ARG_MODEL} ABSOLUTE)
   # A model directory's files are the dependencies; a .needle file is one.
@@ -48,8 +53,8 @@ function(needle_add_model target)
     endif()
     add_custom_command(
       OUTPUT ${out}.cpp ${out}.h
-      COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit cpp --name ${ARG_NAME} ${max_seq} -o ${out}
-      DEPENDS ${needlec_dependency} ${model_files}
+      COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit cpp --name ${ARG_NAME} ${model_flags} -o ${out}
+      DEPENDS ${needlec_dependency} ${model_files} ${tools_file}
       COMMENT "needlec: ${ARG_MODEL} at ${ARG_LAYERS} blocks -> ${ARG_NAME}.cpp"
       VERBATIM)
     add_library(${target} STATIC ${out}.cpp ${out}.h)
@@ -68,8 +73,8 @@ function(needle_add_model target)
     add_custom_command(
       OUTPUT ${out}.o ${out}.h
       COMMAND ${needlec} ${model} --layers ${ARG_LAYERS} --emit obj --target ${ARG_TARGET} ${cpu_flags}
-              --name ${ARG_NAME} ${max_seq} -o ${out}
-      DEPENDS ${needlec_dependency} ${model_files}
+              --name ${ARG_NAME} ${model_flags} -o ${out}
+      DEPENDS ${needlec_dependency} ${model_files} ${tools_file}
       COMMENT "needlec: ${ARG_MODEL} at ${ARG_LAYERS} blocks -> ${ARG_NAME}.o (${ARG_TARGET})"
       VERBATIM)
     set_source_files_properties(${out}.o PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)

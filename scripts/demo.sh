@@ -4,7 +4,8 @@
 # quantize it to CQ, compile it at 8 blocks with needlec, the tokenizer included, to an object
 # for this machine and to one for aarch64, link each into the example C program (text in, greedy
 # decoding and text out through the C interface), run both (aarch64 under qemu-user), print what
-# they produced and how fast, and check that the two agree.
+# they produced and how fast, and check that the two agree; and with the example's tools compiled
+# in, turn a request into a tool call (valid whatever the weights: docs/tool-calls.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -21,17 +22,20 @@ ls -l "$work/needle3"
 echo "== needlec: quantize to CQ (embedding=4,mhc=4,default=2)"
 "$bin/needlec" "$work/needle3" --emit needle --stats -o "$work/needle3.needle" | grep -E "parameters|bits|file bytes"
 
-echo "== needlec --emit obj (host) at 8 blocks, linked into examples/greedy_decode.c by needle_add_model()"
+echo "== needlec --emit obj (host) at 8 blocks, linked into examples/greedy_decode.c and tool_call.c by needle_add_model()"
 cmake -S examples -B "$work/example" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEEDLE_MODEL="$PWD/$work/needle3.needle" \
   -DNEEDLE_LAYERS=8 -DNEEDLEC_EXECUTABLE="$PWD/$bin/needlec" >/dev/null
 start=$(date +%s%N)
 cmake --build "$work/example"
 echo "compile and build time: $((($(date +%s%N) - start) / 1000000)) ms"
-ls -l "$work/example/model.o" "$work/example/greedy_decode"
+ls -l "$work/example/model.o" "$work/example/greedy_decode" "$work/example/agent.o" "$work/example/tool_call"
 
 echo "== greedy decoding with the compiled model (host)"
 "$work/example/greedy_decode" "$prompt" 32 | tee "$work/host.txt"
 ids=$(sed -n 's/^prompt: //p' "$work/host.txt" | tr ' ' ',')
+
+echo "== a tool call from text (examples/tool_call.c: the tools of examples/tools.json compiled in)"
+"$work/example/tool_call" "Wake me up at seven tomorrow" 0.5
 
 echo "== needlec --target aarch64 at 8 blocks, linked by aarch64-linux-gnu-gcc, run under qemu-aarch64"
 mkdir -p "$work/aarch64"

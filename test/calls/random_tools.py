@@ -11,9 +11,9 @@ items and minItems/maxItems, nested objects with required and additionalProperti
 anyOf and oneOf (of disjoint branches), and $ref to $defs; some optional, with descriptions.
 --comparable leaves out what XGrammar (the masks' oracle, test/e2e/check_calls.py) does
 otherwise: minLength and maxLength, where its strings differ from JSON Schema's by design (no
-escapes, raw control characters), and one-sided negative integer bounds, which XGrammar 0.1.27
-gets wrong (with "maximum": -463 it refuses -634 and takes -462; with "exclusiveMinimum": -3 it
-refuses -2).
+escapes, raw control characters), and negative integer bounds, which XGrammar 0.1.27 gets wrong
+(with "maximum": -463 it refuses -634 and takes -462; with "exclusiveMinimum": -3 it refuses -2;
+with "minimum": -220 and "maximum": -211 it takes -210 and -228).
 """
 import json
 import random
@@ -30,16 +30,14 @@ WORDS = ["time", "label", "to", "body", "query", "kind", "limit", "city", "when"
 
 def integer():
     schema = {"type": "integer"}
-    low = rng.randint(-1000, 1000)
+    low = rng.randint(0 if comparable else -1000, 1000)
     high = low + rng.choice([0, 1, 9, 99, 12345])
     for key, value in (("minimum", low), ("maximum", high), ("exclusiveMinimum", low - 1),
                        ("exclusiveMaximum", high + 1)):
         if rng.random() < 0.35:
             schema[key] = value
-    one_sided = ("minimum" in schema or "exclusiveMinimum" in schema) != ("maximum" in schema or
-                                                                         "exclusiveMaximum" in schema)
-    if comparable and one_sided and low < 0:
-        return {"type": "integer", "minimum": low, "maximum": high}
+    if comparable and schema.get("exclusiveMinimum") == -1:
+        del schema["exclusiveMinimum"]
     return schema
 
 

@@ -11,7 +11,7 @@ bin=$(realpath "${BIN:-../../build/bin}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$out"
-mkdir -p "$out"/{config,safetensors,lora,needle,ir,runtime,tokenizer,encode}
+mkdir -p "$out"/{config,safetensors,lora,needle,ir,runtime,tokenizer,encode,tools}
 
 small=(--preset tiny --set vocab_size=16 --set num_heads=2 --set num_kv_heads=1 --set qk_head_dim=4
        --set v_head_dim=4 --set num_layers=1 --set max_seq_len=16 --set sliding_window=4 --set 'global_layers=[]'
@@ -33,6 +33,12 @@ cp "$tmp/small/config.json" "$out"/config/small.json
 cp "$tmp/tiny/config.json" "$out"/config/tiny.json
 cp "$tmp/needle3/config.json" "$out"/config/needle3.json
 cp "$tmp/small-cq/model.safetensors" "$out"/safetensors/small-cq.safetensors
+
+# Tools files: the example's, and generated ones covering every schema keyword.
+cp ../../examples/tools.json "$out"/tools/example.json
+for seed in 1 2 3 4 5; do
+  python3 ../calls/random_tools.py $seed 2 > "$out"/tools/random-$seed.json
+done
 
 # The lit tests' needle IR without their comments, one file per split-input-file case.
 for file in ../lit/dialect/*.mlir ../lit/passes/*.mlir; do

@@ -1,0 +1,53 @@
+/* A tool call from text, through the C interface of a compiled Needle model: the product's
+ * request in, and out either a call of one of its tools (examples/tools.json: an alarm, a
+ * message, a search) with valid arguments, or "no call" when the confidence head says the model
+ * should not act. The call is valid whatever the weights: the automaton needlec compiled from
+ * the tools' schemas (docs/tool-calls.md) masks every token. Plain C11; the model is whatever
+ * needle_add_model() compiled with TOOLS, named agent.
+ *
+ *   tool_call [TEXT [THRESHOLD]]      e.g. tool_call "Wake me up at seven" 0.5
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  const char *text = argc > 1 ? argv[1] : "Wake me up at seven tomorrow";
+  const float threshold = argc > 2 ? strtof(argv[2], NULL) : 0.5f;
+  const size_t align = agent_arena_align();
+  const size_t size = (agent_arena_size() + align - 1) / align * align;
+  void *arena = aligned_alloc(align, size);
+  agent_session *s = arena ? agent_open(arena, size) : NULL;
+  if (!s) {
+    fprintf(stderr, "tool_call: no arena of %zu bytes\n", size);
+    return 1;
+  }
+  static char call[16384];
+  size_t length = 0;
+  float confidence = 0.0f;
+  const double start = seconds();
+  const int status = agent_call(s, text, strlen(text), threshold, call, sizeof call, &length, &confidence);
+  const double elapsed = seconds() - start;
+  printf("request: %s\n", text);
+  printf("confidence: %.3f (threshold %.3f)\n", confidence, threshold);
+  if (status == NEEDLE_NO_CALL)
+    printf("no call\n");
+  else if (status == NEEDLE_OK)
+    printf("call: %.*s\n", (int)length, call);
+  else
+    printf("error: status %d\n", status);
+  printf("text to call: %.1f ms, %zu tokens in the session (%.0f tokens/s)\n", 1e3 * elapsed, agent_position(s),
+         (double)agent_position(s) / elapsed);
+  free(arena);
+  return status == NEEDLE_OK || status == NEEDLE_NO_CALL ? 0 : 1;
+}
