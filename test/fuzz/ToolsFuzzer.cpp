@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);
   return fuzz::guarded([&] {
     const std::vector<calls::Tool> tools = calls::parseTools(text, "tools.json");
-    const calls::ByteAutomaton bytes = calls::buildByteAutomaton(calls::callLanguage(tools, "tools.json"), "tools.json");
+    const calls::ByteAutomaton bytes =
+        calls::buildByteAutomaton(calls::callLanguage(tools, "tools.json"), "tools.json");
     std::vector<std::optional<std::string>> vocabulary;
     for (int b = 0; b < 128; ++b)
       vocabulary.push_back(std::string(1, char(b)));
