@@ -11,9 +11,10 @@ items and minItems/maxItems, nested objects with required and additionalProperti
 anyOf and oneOf (of disjoint branches), and $ref to $defs; some optional, with descriptions.
 --comparable leaves out what XGrammar (the masks' oracle, test/e2e/check_calls.py) does
 otherwise: minLength and maxLength, where its strings differ from JSON Schema's by design (no
-escapes, raw control characters), and negative integer bounds, which XGrammar 0.1.27 gets wrong
-(with "maximum": -463 it refuses -634 and takes -462; with "exclusiveMinimum": -3 it refuses -2;
-with "minimum": -220 and "maximum": -211 it takes -210 and -228).
+escapes, raw control characters), and integer bounds, which XGrammar 0.1.27 gets wrong (with
+"maximum": -463 it refuses -634 and takes -462; with "exclusiveMinimum": -3 it refuses -2; with
+"minimum": -220 and "maximum": -211 it takes -210 and -228; with "minimum": 504 and
+"exclusiveMaximum": 514 it takes 515).
 """
 import json
 import random
@@ -30,6 +31,8 @@ WORDS = ["time", "label", "to", "body", "query", "kind", "limit", "city", "when"
 
 def integer():
     schema = {"type": "integer"}
+    if comparable:  # XGrammar 0.1.27's integer ranges are wrong (see above)
+        return schema
     low = rng.randint(0 if comparable else -1000, 1000)
     high = low + rng.choice([0, 1, 9, 99, 12345])
     for key, value in (("minimum", low), ("maximum", high), ("exclusiveMinimum", low - 1),
