@@ -83,8 +83,17 @@ LangPtr number() {
   return seq({repeat(literal("-"), 0, 1), whole, fraction, exponent});
 }
 
+/// Four hex digits that do not name a surrogate (D800-DFFF).
+LangPtr nonSurrogate(const LangPtr &hex) {
+  const LangPtr firstNotD =
+      alt({digit(), byteRange('a', 'c'), byteRange('A', 'C'), byteRange('e', 'f'), byteRange('E', 'F')});
+  return alt(
+      {seq({firstNotD, hex, hex, hex}), seq({alt({literal("d"), literal("D")}), byteRange('0', '7'), hex, hex})});
+}
+
 /// One character of a JSON string: a code point in UTF-8 other than '"', '\' and the controls
-/// below U+0020, or an escape.
+/// below U+0020, or an escape; no \u escape of a surrogate (D800-DFFF), whose lone halves are
+/// not text and which a call never needs (the code point is written in UTF-8).
 LangPtr stringCharacter() {
   std::bitset<256> ascii;
   for (unsigned b = 0x20; b < 0x80; ++b)
@@ -108,7 +117,7 @@ LangPtr stringCharacter() {
                                    escaped.set(uint8_t(c));
                                  return escaped;
                                }()),
-                               seq({literal("u"), hex, hex, hex, hex})})}),
+                               seq({literal("u"), nonSurrogate(hex)})})}),
   });
 }
 
@@ -231,6 +240,12 @@ private:
     std::vector<ByteAutomaton> automata;
     for (const LangPtr &part : parts)
       automata.push_back(buildByteAutomaton(part, source_));
+    // A call's object has its keys in one order and no others; oneOf sees any order and the
+    // properties a branch does not list, so branches that differ as texts may both hold a value.
+    for (size_t i = 0; i < automata.size(); ++i)
+      if (automata[i].step(0, '{') >= 0 || automata[i].step(0, '[') >= 0)
+        error(at + fmt::format("[{}]", i),
+              "oneOf of objects or arrays is not supported (a value could be valid under two branches); use anyOf");
     for (size_t i = 0; i < automata.size(); ++i)
       for (size_t j = i + 1; j < automata.size(); ++j)
         if (const auto both = commonText(automata[i], automata[j]))
@@ -300,10 +315,14 @@ private:
     const std::vector<std::string> types = typeNames(schema, path);
     if (types.empty())
       error(path, "a value of any type is not supported: give its type (or enum, const, anyOf, $ref)");
-    for (const std::string &key : assertions(schema))
+    for (const std::string &key : assertions(schema)) {
+      // Beside "integer", a bound would hold the integers and leave the numbers unbounded.
+      if (appliesTo(key, "integer") && std::find(types.begin(), types.end(), "number") != types.end())
+        error(path + "." + key, "bounds on numbers are not supported, only on type \"integer\"");
       if (key != "type" &&
           std::none_of(types.begin(), types.end(), [&](const std::string &t) { return appliesTo(key, t); }))
         error(path + "." + key, "does not apply to type {}", json::serialize(*schema.find("type")));
+    }
     std::vector<LangPtr> parts;
     for (const std::string &type : types)
       parts.push_back(ofType(schema, type, path, depth));
@@ -368,14 +387,22 @@ private:
       return std::nullopt;
     if (v->kind != Value::Kind::Number)
       error(path + "." + std::string(key), "must be a number");
-    // The nearest integer on the allowed side; beyond int64, no integer is excluded by it.
+    const bool exclusive = key.starts_with("exclusive");
+    const auto beyond = [&] {
+      error(path + "." + std::string(key), "{} is beyond the 64-bit integers the automaton supports",
+            json::serialize(*v));
+    };
+    if (v->isInteger) { // exact, where a double would round 9007199254740993
+      if (exclusive && v->integer == (direction > 0 ? INT64_MAX : INT64_MIN))
+        beyond();
+      return exclusive ? v->integer + direction : v->integer;
+    }
+    // The nearest integer on the allowed side of a fraction (or of a number written with one).
     const double edge = direction > 0 ? std::ceil(v->number) : std::floor(v->number);
     if (edge <= -9.2e18 || edge >= 9.2e18)
-      error(path + "." + std::string(key), "{} is beyond the 64-bit integers the automaton supports", v->number);
-    int64_t bound = int64_t(edge);
-    if (key.starts_with("exclusive") && double(bound) == v->number)
-      bound += direction;
-    return bound;
+      beyond();
+    const int64_t bound = int64_t(edge);
+    return exclusive && double(bound) == v->number ? bound + direction : bound;
   }
 
   LangPtr integer(const Value &schema, const std::string &path) {

@@ -199,10 +199,14 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
       fail("{}: a whole value can go on into a longer one (a bare number): the call needs an end token", source);
     finished = s;
   }
-  const SortedVocabulary sorted = sortVocabulary(tokens);
+  // The end token ends a call; its text (an added token's) is never part of one.
+  std::vector<std::optional<std::string>> texts = tokens;
+  if (endToken >= 0)
+    texts[size_t(endToken)].reset();
+  const SortedVocabulary sorted = sortVocabulary(texts);
   std::vector<std::vector<Edge>> moves(dfa.states + (endToken >= 0 ? 1 : 0));
   for (uint32_t s = 0; s < dfa.states; ++s) {
-    moves[s] = tokenMoves(dfa, s, sorted, tokens);
+    moves[s] = tokenMoves(dfa, s, sorted, texts);
     if (dfa.accepting[s] && endToken >= 0) {
       const auto at = std::lower_bound(moves[s].begin(), moves[s].end(), endToken,
                                        [](const Edge &e, int32_t token) { return e.token < token; });
@@ -231,7 +235,10 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
       if (distance[e.target] != kFar)
         kept[i].push_back({e.token, uint32_t(number[e.target])});
   }
-  return layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()), endToken, prompt, source);
+  CompiledCalls compiled =
+      layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()), endToken, prompt, source);
+  compiled.shortestCall = keptDistance[0];
+  return compiled;
 }
 
 } // namespace needle::calls

@@ -31,12 +31,14 @@ struct CompiledCalls {
   std::vector<uint8_t> image; // needle_rt::CallImage and its arrays
   CallTablesFigures figures;
   uint64_t scratchBytes = 0; // what NAME_call keeps at the end of the session's arena
+  uint32_t shortestCall = 0; // the fewest tokens a call takes, its end token included
 };
 
 /// The call automaton of `bytes` over a vocabulary of `tokens.size()` ids: each id's bytes in a
 /// text, none for an id that never appears in a call (special tokens, unused ids). `endToken`
-/// (-1: none) must follow a whole call; without one the call ends where its JSON does, which
-/// needs a language in which no whole value is the prefix of another. Errors name `source`.
+/// (-1: none) must follow a whole call, and is never part of its text; without one the call ends
+/// where its JSON does, which needs a language in which no whole value is the prefix of another.
+/// Errors name `source`.
 /// `prompt` is carried into the image for NAME_call.
 CompiledCalls buildCallAutomaton(const ByteAutomaton &bytes, const std::vector<std::optional<std::string>> &tokens,
                                  int32_t endToken, const CallPrompt &prompt, const std::string &source);

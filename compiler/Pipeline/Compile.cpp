@@ -189,7 +189,9 @@ calls::CompiledCalls compileToolCalls(const CompileOptions &options, const Compi
   if (tokenizer.callTokens.empty())
     fail("--tools: the model has no tokenizer, and calls are written in its tokens: give --tokenizer");
   int32_t end = tokenizer.eos;
-  if (!options.callEnd.empty()) {
+  if (options.callEnd == "none") {
+    end = -1;
+  } else if (!options.callEnd.empty()) {
     const auto found = tokenizer.addedIds.find(options.callEnd);
     if (found == tokenizer.addedIds.end())
       fail("--call-end: \"{}\" is not an added token of the model's tokenizer", options.callEnd);
@@ -210,6 +212,13 @@ calls::CompiledCalls compileToolCalls(const CompileOptions &options, const Compi
       calls::buildPrompt(prompt, toolsJson, tokenizer.image, options.maxQuery, uint32_t(maxSeqLen),
                          options.prompt.empty() ? "the default prompt" : options.prompt.string());
   calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, tokenizer.callTokens, end, callPrompt, source);
+  // NAME_call feeds every token of a call but the last: an empty query must leave room for the shortest.
+  const uint64_t needed = callPrompt.prefix.size() + callPrompt.suffix.size() + compiled.shortestCall - 1;
+  if (needed > uint64_t(maxSeqLen))
+    fail("{}: the prompt with the tools in it takes {} tokens and the shortest call {} more, past the model's "
+         "max_seq_len {}",
+         options.prompt.empty() ? "--tools" : options.prompt.string(),
+         callPrompt.prefix.size() + callPrompt.suffix.size(), compiled.shortestCall, maxSeqLen);
   const calls::CallTablesFigures &f = compiled.figures;
   stats += fmt::format("tool calls: {} tools, {} byte states, {} token states, {} bitsets in {} groups, {} edges, {} "
                        "bytes of tables\n",

@@ -40,7 +40,7 @@ struct CompileOptions {
   int64_t batch = 16;
   bool passes = true;           // --emit mlir: false prints the IR straight after import
   std::filesystem::path tools;  // --tools: the tools.json whose calls the model writes (empty: none)
-  std::string callEnd;          // --call-end: the added token that ends a call (empty: the EOS, if any)
+  std::string callEnd;          // --call-end: the added token that ends a call (empty: the EOS, if any; none)
   std::filesystem::path prompt; // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)
   uint32_t maxQuery = 1024;     // --max-query: the longest query NAME_call takes, in bytes
   /// -o: where the outputs go ("-" for stdout). The IR names its weights file relative to it, and

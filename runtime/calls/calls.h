@@ -203,12 +203,16 @@ inline int32_t call_argmax(const uint32_t *bits, uint32_t words, const float *lo
 /// when the confidence head says at least `threshold`, the call decoded greedily under the
 /// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
 /// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
-/// token_bytes, and scratch (the call's bytes at the end of the arena).
+/// token_bytes, scratch (the call's bytes at the end of the arena), and in_arena (whether a
+/// caller's buffer overlaps the arena, which the call overwrites).
 template <typename Model>
 int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
                 size_t *out_length, float *confidence) {
   const CallImage &h = *t.header;
   if (!m.valid() || (!text && length) || (!out && cap) || !out_length || !confidence)
+    return status_err_arg;
+  if (m.in_arena(text, length) || m.in_arena(out, cap) || m.in_arena(out_length, sizeof *out_length) ||
+      m.in_arena(confidence, sizeof *confidence))
     return status_err_arg;
   *out_length = 0;
   if (length > h.max_query)
@@ -236,11 +240,13 @@ int call_decode(const CallTables &t, Model &m, const char *text, size_t length, 
     if ((status = call_mask(t, &state, m.max_seq() - m.position() + 1, bits)) != status_ok)
       return status;
     const int32_t token = call_argmax(bits, h.words, m.logits());
-    call_advance(t, &state, token);
+    if ((status = call_advance(t, &state, token)) != status_ok)
+      return status;
     if (token != h.end_token) {
       const char *bytes = nullptr;
       size_t n = 0;
-      m.token_bytes(token, &bytes, &n);
+      if ((status = m.token_bytes(token, &bytes, &n)) != status_ok)
+        return status;
       if (written + n <= cap)
         std::memcpy(out + written, bytes, n);
       written += n;

@@ -20,6 +20,8 @@ struct CallSession {
   void *session;
 
   bool valid() const { return checked_session(facts, session) != nullptr; }
+  /// Whether [p, p + size) overlaps the arena, which NAME_call writes while it reads or writes them.
+  bool in_arena(const void *p, size_t size) const { return needle_rt::in_arena(facts, session, p, size); }
   void reset() { session_reset(facts, session); }
   int feed(const int32_t *ids, size_t n) { return session_feed(facts, step, session, ids, n); }
   const float *logits() const { return session_logits(facts, session); }

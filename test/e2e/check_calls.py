@@ -2,6 +2,7 @@
 """End to end through a backend for a model's compiled tool-call automaton.
 
   check_calls.py TOOLS WORK E2E TOKENIZER_DIR TOOLS_JSON NPM_DIR [--end TOKEN] [--calls N] [--masks K]
+                 [--queries FILE] [--prompt FILE] [--max-seq N]
                  [--emit cpp | --emit obj --target T] [--cc CC] [--cxx CXX] [--ld LD] [--run PREFIX]
 
 Synthesizes a tiny model whose vocab_size is the tokenizer's, gives it TOKENIZER_DIR's
@@ -17,8 +18,9 @@ test/e2e/calls.c, links and runs it (under --run), and checks:
 - K of them step by step: the mask (no budget) equals XGrammar's for the same schema, vocabulary
   and end token at every step, but for one difference by design, checked on purpose: XGrammar's
   UTF-8 is lenient (C0, C1 and F5-F7 as lead bytes, overlong forms, surrogates), needlec's strings
-  are valid UTF-8; so the tokens of XGrammar's mask that would make the call's bytes no prefix of
-  valid UTF-8 (as Python's strict decoder says) are dropped from it, and must never be in ours.
+  are valid UTF-8 and take no \\u escape of a surrogate; so the tokens of XGrammar's mask that
+  would make the call's bytes no prefix of valid UTF-8 (as Python's strict decoder says) or write
+  such an escape are dropped from it, and must never be in ours.
 
 The calls drawn are left in WORK/c.calls, so that targets can be compared. Prints one MATCH
 line for each, or MISMATCH with the first differences, and exits 1 on any.
@@ -27,6 +29,7 @@ import argparse
 import codecs
 import json
 import os
+import re
 import sys
 
 from commands import add_build_options, build_with_tokenizer, run
@@ -39,7 +42,12 @@ p.add_argument("--end", help="needlec's --call-end")
 p.add_argument("--calls", type=int, default=200)
 p.add_argument("--masks", type=int, default=5)
 p.add_argument("--queries", help="a file of queries (JSON strings, one a line) for NAME_call")
+p.add_argument("--prompt", help="needlec's --prompt (default: needlec's, which holds the tools; without "
+                                "--queries, one that does not)")
 p.add_argument("--seed", type=int, default=1)
+p.add_argument("--max-seq", type=int, default=1024,
+               help="the model's max_seq_len: room for the prompt and the call, which a model of random "
+                    "weights makes as long as the room allows")
 add_build_options(p)
 args = p.parse_args()
 
@@ -71,11 +79,17 @@ if definitions:
 
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "c")
-# max_seq_len 1024: room for the default prompt, which holds the tools.
+needlec_flags = ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else [])
+if not args.queries and not args.prompt:
+    # NAME_call is not run: a prompt without the tools, which may be too many for max_seq_len.
+    args.prompt = os.path.join(args.work, "prompt.txt")
+    with open(args.prompt, "w") as f:
+        f.write("{{query}}")
+if args.prompt:
+    needlec_flags += ["--prompt", args.prompt]
 runner, caller = build_with_tokenizer(args, args.tokenizer, count, base,
                                       [os.path.join(args.e2e, "calls.c"), os.path.join(args.e2e, "call.c")],
-                                      ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else []),
-                                      ["--set", "max_seq_len=1024"])
+                                      needlec_flags, ["--set", f"max_seq_len={args.max_seq}"])
 
 
 def parse_calls(lines):
@@ -130,13 +144,17 @@ vocabulary = token_bytes(spec)
 ids = lambda ranges: {i for lo, hi in ranges for i in range(lo, hi)}
 
 
-def utf8_prefix(data):
-    """Whether `data` begins valid UTF-8 (an incomplete last sequence allowed)."""
+SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F]")
+
+
+def text_prefix(data):
+    """Whether `data` begins valid UTF-8 (an incomplete last sequence allowed) with no \\u escape
+    of a surrogate in its strings (the only backslashes of a call are in its strings)."""
     try:
         codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
-        return True
     except UnicodeDecodeError:
         return False
+    return not SURROGATE_ESCAPE.search(data)
 
 
 differences = []
@@ -150,7 +168,7 @@ for walk, mine, xgr in zip(walks, ours, theirs):
             continue
         written = b"".join(vocabulary[i] for i in walk[:step])
         a, b = ids(a), ids(b)
-        b -= {i for i in b - a if i in vocabulary and not utf8_prefix(written + vocabulary[i])}
+        b -= {i for i in b - a if i in vocabulary and not text_prefix(written + vocabulary[i])}
         if a != b:
             only_ours, only_theirs = sorted(a - b)[:8], sorted(b - a)[:8]
             differences.append(f"step {step} of walk {walk[:step + 1]}: only ours {only_ours}, only XGrammar's "

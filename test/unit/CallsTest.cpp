@@ -64,6 +64,22 @@ TEST(CallsTest, ExclusiveAndOneSidedIntegerBounds) {
   EXPECT_TRUE(accepts(below, call(R"({"n":-9223372036854775808})")));
 }
 
+TEST(CallsTest, IntegerBoundsAreReadWithoutRounding) {
+  // 2^53 + 1 is no double: read as one, the bound would round to 2^53.
+  const ByteAutomaton dfa = callsOf(
+      R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 9007199254740993,
+      "exclusiveMaximum": 9223372036854775807}}, "required": ["n"]})");
+  EXPECT_FALSE(accepts(dfa, call(R"({"n":9007199254740992})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"n":9007199254740993})")));
+  EXPECT_TRUE(accepts(dfa, call(R"({"n":9223372036854775806})")));
+  EXPECT_FALSE(accepts(dfa, call(R"({"n":9223372036854775807})")));
+  const ByteAutomaton lowest = callsOf(
+      R"({"type": "object", "properties": {"n": {"type": "integer", "exclusiveMaximum": -9223372036854775807}},
+      "required": ["n"]})");
+  EXPECT_TRUE(accepts(lowest, call(R"({"n":-9223372036854775808})")));
+  EXPECT_FALSE(accepts(lowest, call(R"({"n":-9223372036854775807})")));
+}
+
 TEST(CallsTest, OptionalPropertiesInOrderWithCommas) {
   const ByteAutomaton dfa =
       callsOf(R"({"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "boolean"},
@@ -90,6 +106,9 @@ TEST(CallsTest, StringLengthsCountCharactersNotBytes) {
   EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xc3\"}")));         // not UTF-8
   EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\xed\xa0\x80\"}"))); // a surrogate
   EXPECT_FALSE(accepts(dfa, call("{\"s\":\"a\tb\"}")));          // a raw control character
+  EXPECT_TRUE(accepts(dfa, call(R"({"s":"\ud7ff\uE000"})")));
+  for (const char *surrogate : {R"({"s":"\ud800"})", R"({"s":"\uDBFF"})", R"({"s":"\udc00"})", R"({"s":"\uDfFf"})"})
+    EXPECT_FALSE(accepts(dfa, call(surrogate))) << surrogate;
 }
 
 TEST(CallsTest, ArraysEnumsConstAnyOfAndReferences) {
@@ -138,6 +157,15 @@ TEST(CallsTest, UnsupportedSchemasAreErrorsNamingThePath) {
   EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"oneOf": [{"type": "integer", "maximum": 20},
       {"type": "integer", "minimum": 10}]}}})")
                 .find(".a.oneOf: branches 0 and 1 both take 10:"),
+            std::string::npos);
+  // Disjoint as texts, yet {"b":1,"a":1} is valid under both branches.
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"x": {"oneOf": [
+      {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
+      {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}]}}})")
+                .find(".x.oneOf[0]: oneOf of objects or arrays is not supported"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"({"type": "object", "properties": {"a": {"type": ["number", "integer"], "maximum": 1}}})")
+                .find(".a.maximum: bounds on numbers are not supported"),
             std::string::npos);
 }
 
@@ -221,9 +249,34 @@ TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
     ASSERT_EQ(needle_rt::call_advance(tables, &state, only), needle_rt::status_ok);
   }
   EXPECT_EQ(text, shortest);
+  EXPECT_EQ(compiled.shortestCall, shortest.size());
   needle_rt::CallState forged = {3, 3};
   EXPECT_EQ(needle_rt::call_mask(tables, &forged, 100, bits.data()), needle_rt::status_err_arg);
   EXPECT_EQ(needle_rt::call_advance(tables, &forged, 0), needle_rt::status_err_arg);
+}
+
+TEST(CallsTest, TheEndTokenIsNeverPartOfACallsText) {
+  const ByteAutomaton dfa =
+      callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
+  std::vector<std::optional<std::string>> tokens;
+  for (int b = 0; b < 128; ++b)
+    tokens.push_back(std::string(1, char(b)));
+  const int32_t end = int32_t(tokens.size());
+  tokens.push_back("<end>"); // an added token that is not special: text as well
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, "tools.json");
+  const needle_rt::CallTables tables = callTables(compiled.image);
+  needle_rt::CallState state;
+  needle_rt::call_begin(tables, &state);
+  std::vector<uint32_t> bits(5);
+  for (const char c : call(R"({"s":"x"})")) {
+    ASSERT_EQ(needle_rt::call_mask(tables, &state, SIZE_MAX, bits.data()), needle_rt::status_ok);
+    EXPECT_FALSE((bits[end / 32] >> (end % 32)) & 1) << "inside the call, before " << c;
+    ASSERT_EQ(needle_rt::call_advance(tables, &state, int32_t(uint8_t(c))), needle_rt::status_ok);
+  }
+  ASSERT_EQ(needle_rt::call_mask(tables, &state, SIZE_MAX, bits.data()), needle_rt::status_ok);
+  EXPECT_TRUE((bits[end / 32] >> (end % 32)) & 1);
+  ASSERT_EQ(needle_rt::call_advance(tables, &state, end), needle_rt::status_ok);
+  EXPECT_EQ(needle_rt::call_finished(tables, &state), 1);
 }
 
 } // namespace

@@ -212,6 +212,10 @@ int run(int argc, char **argv) {
         "(docs/tool-calls.md)"},
        {"call-end", "TOKEN",
         "the added token that ends a call (default: the tokenizer's EOS; none: the call's closing brace)"},
+       {"prompt", "FILE",
+        "the text NAME_call feeds around the user's words: {{tools}} and {{query}} in it (default: "
+        "\"Tools: {{tools}}\\nRequest: {{query}}\\nCall:\")"},
+       {"max-query", "BYTES", "the longest query NAME_call takes (default 1024); the arena grows with it"},
        {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
        {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
        {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
