@@ -224,12 +224,23 @@ TEST(CallsTest, TokenMasksAreWhatTheByteAutomatonAllows) {
   }
 }
 
-TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
-  const ByteAutomaton dfa =
+/// The calls of one string argument "s", and a vocabulary of the 128 ASCII bytes.
+const ByteAutomaton &stringCalls() {
+  static const ByteAutomaton dfa =
       callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
+  return dfa;
+}
+
+std::vector<std::optional<std::string>> asciiTokens() {
   std::vector<std::optional<std::string>> tokens;
   for (int b = 0; b < 128; ++b)
     tokens.push_back(std::string(1, char(b)));
+  return tokens;
+}
+
+TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
+  const ByteAutomaton &dfa = stringCalls();
+  const std::vector<std::optional<std::string>> tokens = asciiTokens();
   const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   const std::string shortest = call(R"({"s":""})");
@@ -256,11 +267,8 @@ TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
 }
 
 TEST(CallsTest, TheEndTokenIsNeverPartOfACallsText) {
-  const ByteAutomaton dfa =
-      callsOf(R"({"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]})");
-  std::vector<std::optional<std::string>> tokens;
-  for (int b = 0; b < 128; ++b)
-    tokens.push_back(std::string(1, char(b)));
+  const ByteAutomaton &dfa = stringCalls();
+  std::vector<std::optional<std::string>> tokens = asciiTokens();
   const int32_t end = int32_t(tokens.size());
   tokens.push_back("<end>"); // an added token that is not special: text as well
   const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, "tools.json");
