@@ -10,6 +10,7 @@ packages=(
   libhalide14-0-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev libicu-dev
   python3 python3-numpy wamerican
+  python3-torch libopenblas0-pthread
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu
   wasi-libc libc++-19-dev-wasm32 libclang-rt-19-dev-wasm32 nodejs
 )
