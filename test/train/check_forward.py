@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """needle-train's model (tools/needle-train/needle_torch.py) against the reference interpreter.
 
-  check_forward.py TOOLS WORK [--set KEY=VALUE ...]
+  check_forward.py TOOLS WORK [--set KEY=VALUE ...] [--cq]
 
 Synthesizes a tiny model with float weights (quantization scheme "none", so that needle-run
-does not quantize them), runs a few token sequences (one longer than the sliding window, one with
+does not quantize them; with --cq the preset's scheme, which needle-run quantizes as needlec does
+and the PyTorch model reads through its fake quantization, as quantization-aware training does),
+runs a few token sequences (one longer than the sliding window, one with
 the pad token inside, one of a single token) through needle-run and through the PyTorch model at
 every depth, and checks the last position's logits (to 1e-5 of the largest), the confidence (to
 1e-6) and the embedding (to 1e-5). Then one training step must change every parameter the forward
@@ -27,6 +29,8 @@ p = argparse.ArgumentParser()
 p.add_argument("tools")
 p.add_argument("work")
 p.add_argument("--set", action="append", default=[])
+p.add_argument("--cq", action="store_true", help="keep the config's quantization: needle-run quantizes the weights "
+                                                 "and the PyTorch model reads them through its fake CQ")
 args = p.parse_args()
 
 os.makedirs(args.work, exist_ok=True)
@@ -39,11 +43,13 @@ if made.returncode:
 config_path = os.path.join(model_dir, "config.json")
 with open(config_path) as f:
     config = json.load(f)
-config["quantization"] = {"scheme": "none", "group_size": 128}
-with open(config_path, "w") as f:
-    json.dump(config, f)
+if not args.cq:
+    config["quantization"] = {"scheme": "none", "group_size": 128}
+    with open(config_path, "w") as f:
+        json.dump(config, f)
 
 model = needle_torch.load(model_dir)
+model.quantize_aware(args.cq)
 vocab, layers = config["vocab_size"], config["num_layers"]
 rng = np.random.RandomState(5)
 sequences = [list(rng.randint(1, vocab, size=3 * max(config["sliding_window"], 8) + 1)),

@@ -112,6 +112,71 @@ def engram_heads(config):
     return heads if heads else max(1, config["d_model"] // (len(config["engram_orders"]) * 128))
 
 
+# ---- CQ fake quantization (docs/cq-format.md), for training that keeps the accuracy at 2 bits ----
+
+CODEBOOKS = {
+    2: [-0.13317214, -0.039902091, 0.0400352813, 0.133460447],
+    3: [-0.189261362, -0.117884994, -0.0661496893, -0.0210134611, 0.0221010316, 0.0667850673, 0.118262075,
+        0.189826027],
+    4: [-0.239531547, -0.180706054, -0.140957937, -0.109012552, -0.0815129653, -0.0565276518, -0.0329391509,
+        -0.0101161096, 0.0127108004, 0.0357079171, 0.0594582558, 0.0849770233, 0.112741619, 0.144696921,
+        0.184239000, 0.242273703],
+}
+GROUP = 128
+
+
+def cq_kind(name):
+    """The CQ kind of a tensor (docs/cq-format.md), or None for one that stays float."""
+    if name == "embed.weight":
+        return "embedding"
+    if name.startswith("engram.") and name.rsplit(".", 1)[1] in ("tables", "key", "value"):
+        return "engram"
+    if name.startswith("blocks.") and name.rsplit(".", 2)[-2:] in (["attn", x] for x in ("q", "k", "v", "gate", "o")):
+        return "attn"
+    if name.startswith("blocks.") and ".mhc.phi_" in name:
+        return "mhc"
+    return None
+
+
+def cq_bits(scheme, name):
+    """The bits `scheme` gives the tensor `name` (the longest matching prefix wins), or None."""
+    kind = cq_kind(name)
+    if kind is None or scheme == "none":
+        return None
+    bits, longest = None, 0
+    for item in scheme.split(","):
+        prefix, value = item.split("=")
+        if prefix == "default":
+            bits = bits if longest else int(value)
+        elif (prefix == kind or name == prefix or name.startswith(prefix + ".")) and len(prefix) > longest:
+            bits, longest = int(value), len(prefix)
+    return bits
+
+
+def _hadamard(n):
+    h = torch.ones(1, 1)
+    while h.shape[0] < n:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    return h / math.sqrt(n)
+
+
+def fake_cq(w, bits):
+    """w through CQ's quantize and decode, with the straight-through gradient: the forward pass
+    sees the weights the compiled model will have, the backward pass updates the float ones."""
+    columns = w.shape[-1]
+    padded = F.pad(w, (0, -columns % GROUP))
+    groups = padded.reshape(*padded.shape[:-1], -1, GROUP)
+    h = _hadamard(GROUP)
+    r = groups @ h
+    norm = r.norm(dim=-1, keepdim=True)
+    z = r / norm.clamp(min=1e-12)
+    codebook = torch.tensor(CODEBOOKS[bits])
+    index = torch.bucketize(z, (codebook[1:] + codebook[:-1]) / 2, right=False)
+    decoded = (codebook[index] * norm.half().float()) @ h
+    decoded = decoded.reshape(padded.shape)[..., :columns]
+    return w + (decoded - w).detach()
+
+
 # ---- the model ----
 
 def _unit(x, eps):
@@ -166,9 +231,18 @@ class NeedleModel(torch.nn.Module):
         self.p2 = tensors["mlp.p2"].long() if "mlp.p2" in tensors else torch.from_numpy(
             np.random.RandomState(13).permutation(n))
         self.explicit_permutations = "mlp.p1" in tensors
+        self.quantized = {}
 
     def w(self, name):
-        return self.params[self.index[name]]
+        weight = self.params[self.index[name]]
+        bits = self.quantized.get(name)
+        return fake_cq(weight, bits) if bits else weight
+
+    def quantize_aware(self, on=True):
+        """From now on (or no longer) the forward pass reads every CQ tensor as the config's
+        scheme will quantize it."""
+        scheme = self.config.get("quantization", {}).get("scheme", "none")
+        self.quantized = {k: cq_bits(scheme, k) for k in self.names if on and cq_bits(scheme, k)}
 
     def state(self):
         """The tensors of model.safetensors: every parameter, and the permutations if the input had them."""
@@ -177,9 +251,10 @@ class NeedleModel(torch.nn.Module):
             out["mlp.p1"], out["mlp.p2"] = self.p1.int(), self.p2.int()
         return out
 
-    def forward(self, tokens, depth=None):
+    def forward(self, tokens, depth=None, keep=None):
         """tokens: int64 [B, T]. Returns the logits at every position [B, T, V], the confidence [B]
-        and the embedding [B, embedding_dim] of the whole sequence, at ladder depth `depth`."""
+        and the embedding [B, embedding_dim] at ladder depth `depth`, the heads pooling the positions
+        of `keep` [B, T] (default: every one whose token is not the pad, as the model pools)."""
         c = self.config
         eps = c["rms_eps"]
         depth = depth or c["num_layers"]
@@ -198,7 +273,7 @@ class NeedleModel(torch.nn.Module):
             rows.append(block + 1)
         xf = _zc(lanes.mean(2), self.w("final_norm"), eps)
         logits = xf @ self.w("embed.weight").t()
-        keep = (tokens != c.get("pad_token_id", 0)).float()
+        keep = (tokens != c.get("pad_token_id", 0) if keep is None else keep).float()
         confidence = torch.sigmoid(self.head("confidence", cells, rows, keep) @ self.w("confidence.proj").t()
                                    + self.w("confidence.bias")).squeeze(-1)
         p = self.head("embedding_head", cells, rows, keep) @ self.w("embedding_head.proj").t()
