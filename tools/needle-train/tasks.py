@@ -1,0 +1,120 @@
+"""Tool-calling data for needle-train (docs/training.md, "The task"): requests written from
+templates with arguments drawn at random, each paired with its exact call, and requests no tool
+fits, paired with no call. A tasks file says how each tool is asked for:
+
+  {"values": {"time": {"time": true}, "who": {"words": ["Bob", "Alice"]},
+              "count": {"integer": [1, 50]}, "kind": {"enum": {"news": ["news", "headlines"]}}},
+   "tools": {"set_alarm": [{"text": "wake me up at {time}", "arguments": {"time": "time"}}]},
+   "none": ["tell me a joke", "what is {who}'s favourite colour"]}
+
+A template's {slot} names a value kind; its "arguments" map the tool's argument names to slots.
+The held-out split is new sentences: every fourth template of a tool (and of "none") and one
+value in five of each word list are held out, and a held-out request uses a held-out template,
+or only held-out values."""
+import json
+import random
+import re
+
+_SLOT = re.compile(r"\{(\w+)\}")
+_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+                 "twenty"]
+
+
+class TaskError(Exception):
+    pass
+
+
+def _held_out(index):
+    return index % 4 == 3
+
+
+def _time(rng):
+    """(how a user says it, the argument): 7 am, 7:30, 19:05 -> "07:00", "07:30", "19:05"."""
+    hour, minute = rng.randrange(24), rng.choice([0, 0, 15, 30, 45, rng.randrange(60)])
+    form = rng.randrange(3)
+    if form == 0 and 1 <= hour <= 12 and minute == 0:
+        text = f"{hour}"
+    elif form == 1:
+        twelve = hour % 12 or 12
+        text = f"{twelve}" + (f":{minute:02d}" if minute else "") + (" am" if hour < 12 else " pm")
+    else:
+        text = f"{hour}:{minute:02d}"
+    return text, f"{hour:02d}:{minute:02d}"
+
+
+class Values:
+    """Draws a value of each kind, from the train or the held-out share of its word lists."""
+
+    def __init__(self, kinds):
+        self.kinds = kinds
+        for name, kind in kinds.items():
+            if not isinstance(kind, dict) or len(kind) != 1 or next(iter(kind)) not in (
+                    "words", "time", "integer", "enum"):
+                raise TaskError(f"values.{name}: one of words, time, integer or enum")
+
+    def draw(self, name, rng, held_out):
+        if name not in self.kinds:
+            raise TaskError(f"the slot {{{name}}} names no value kind")
+        (kind, spec), = self.kinds[name].items()
+        if kind == "time":
+            return _time(rng)
+        if kind == "integer":
+            low, high = spec
+            n = rng.randint(low, high)
+            return (_NUMBER_WORDS[n] if n < len(_NUMBER_WORDS) and rng.random() < 0.3 else str(n)), n
+        if kind == "enum":
+            value = rng.choice(sorted(spec))
+            return rng.choice(spec[value]), value
+        words = [w for i, w in enumerate(spec) if (i % 5 == 4) == held_out] or spec
+        word = rng.choice(words)
+        return word, word
+
+
+def _properties(tool):
+    function = tool.get("function", tool)
+    return function["name"], list(function.get("parameters", {}).get("properties", {}))
+
+
+def _fill(template, values, rng, held_out):
+    """The request's text and each slot's argument value."""
+    drawn = {}
+    text = _SLOT.sub(lambda m: drawn.setdefault(m.group(1), values.draw(m.group(1), rng, held_out))[0],
+                     template)
+    return text, {slot: value for slot, (_, value) in drawn.items()}
+
+
+def generate(tools, tasks, count, seed, held_out):
+    """`count` examples of the split, as {"query", "call"} (call: compact JSON text, or None).
+    One in five asks for no tool."""
+    values = Values(tasks.get("values", {}))
+    order = {name: props for name, props in map(_properties, tools)}
+    for name in tasks.get("tools", {}):
+        if name not in order:
+            raise TaskError(f"tools.{name}: not a tool of the tools file")
+    templates = []
+    for name, entries in sorted(tasks.get("tools", {}).items()):
+        for i, entry in enumerate(entries):
+            if _held_out(i) == held_out or len(entries) < 4:
+                templates.append((name, entry))
+    nones = [t for i, t in enumerate(tasks.get("none", [])) if _held_out(i) == held_out]
+    if not templates:
+        raise TaskError("no templates for this split")
+    rng = random.Random(seed * 2 + int(held_out))
+    out = []
+    for _ in range(count):
+        if nones and rng.random() < 0.2:
+            out.append({"query": _fill(rng.choice(nones), values, rng, held_out)[0], "call": None})
+            continue
+        name, entry = rng.choice(templates)
+        text, slots = _fill(entry["text"], values, rng, held_out)
+        given = {argument: slots[slot] for argument, slot in entry.get("arguments", {}).items()}
+        given.update(entry.get("fixed", {}))
+        unknown = sorted(set(given) - set(order[name]))
+        if unknown:
+            raise TaskError(f"tools.{name}: {unknown[0]} is not an argument of the tool")
+        # The schema's order: the only one a compiled call takes.
+        arguments = {k: given[k] for k in order[name] if k in given}
+        call = json.dumps({"name": name, "arguments": arguments}, separators=(",", ":"), ensure_ascii=False)
+        out.append({"query": text, "call": call})
+    return out
