@@ -29,15 +29,20 @@ def add_build_options(parser):
 
 def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_flags=(), synth_flags=()):
     """Synthesizes a tiny model of `vocab_size` ids with TOKENIZER_DIR's tokenizer.json, compiles it
-    (needlec --emit obj for args.target, or --emit cpp built by args.cxx) to BASE.o and BASE.h, builds
-    each C file of `mains` with args.cc and links it with the model; returns the commands that run
-    the programs, in order."""
-    tool = lambda name: os.path.join(args.tools, name)
+    at depth 2 and builds `mains` with it (build_programs); returns the commands that run the
+    programs, in order."""
     model = os.path.join(os.path.dirname(base), "m")
-    run(tool("needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}", *synth_flags,
-        "--tokenizer", "none", "-o", model)
+    run(os.path.join(args.tools, "needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}",
+        *synth_flags, "--tokenizer", "none", "-o", model)
     shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), model)
-    needlec = [tool("needlec"), model, "--layers", "2", *needlec_flags, "-o", base]
+    return build_programs(args, model, base, mains, ["--layers", "2", *needlec_flags])
+
+
+def build_programs(args, model, base, mains, needlec_flags=()):
+    """Compiles MODEL (needlec --emit obj for args.target, or --emit cpp built by args.cxx) to BASE.o
+    and BASE.h, builds each C file of `mains` with args.cc and links it with the model; returns the
+    commands that run the programs, in order."""
+    needlec = [os.path.join(args.tools, "needlec"), model, *needlec_flags, "-o", base]
     cc = shlex.split(args.cc)
     if args.emit == "cpp":
         run(*needlec, "--emit", "cpp")

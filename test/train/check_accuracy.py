@@ -15,12 +15,11 @@ call" at the threshold. Exits 1 when a depth's accuracy is under --min-accuracy.
 import argparse
 import json
 import os
-import shlex
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "needle-train"))
-from commands import add_build_options, run  # noqa: E402
+from commands import add_build_options, build_programs, run  # noqa: E402
 import tasks  # noqa: E402
 
 p = argparse.ArgumentParser()
@@ -42,21 +41,10 @@ os.makedirs(args.work, exist_ok=True)
 stdin = "".join(r["query"].encode("utf-8").hex() + "\n" for r in requests)
 failed = False
 for depth in args.depths.split(","):
-    base = os.path.join(args.work, f"d{depth}")
-    needlec = [os.path.join(args.tools, "needlec"), args.model, "--layers", depth, "--tools", args.tools_json,
-               "--prompt", os.path.join(args.model, "prompt.txt"), "-o", base]
-    cc = shlex.split(args.cc)
-    if args.emit == "cpp":
-        run(*needlec, "--emit", "cpp")
-        run(*shlex.split(args.cxx), "-c", base + ".cpp", "-o", base + ".o")
-    else:
-        run(*needlec, "--emit", "obj", "--target", args.target)
-    program = base + "-call"
-    run(*cc, "-DNEEDLE_NAME=needle_model", f'-DNEEDLE_HEADER="{os.path.basename(base)}.h"', "-I", args.work, "-c",
-        os.path.join(args.e2e, "call.c"), "-o", program + ".o")
-    run(*(shlex.split(args.ld) if args.ld else ["c++"] if args.emit == "cpp" else cc), program + ".o", base + ".o",
-        "-lm", "-o", program)
-    answers = run(*shlex.split(args.run), program, str(args.threshold), input=stdin).splitlines()
+    caller, = build_programs(args, args.model, os.path.join(args.work, f"d{depth}"), [os.path.join(args.e2e, "call.c")],
+                             ["--layers", depth, "--tools", args.tools_json, "--prompt",
+                              os.path.join(args.model, "prompt.txt")])
+    answers = run(*caller, str(args.threshold), input=stdin).splitlines()
     right = calls = declined_right = declined = no_call = 0
     for request, answer in zip(requests, answers):
         fields = answer.split()
