@@ -232,9 +232,13 @@ class NeedleModel(torch.nn.Module):
             np.random.RandomState(13).permutation(n))
         self.explicit_permutations = "mlp.p1" in tensors
         self.quantized = {}
+        self.lora, self.lora_alpha = {}, 1.0
 
     def w(self, name):
         weight = self.params[self.index[name]]
+        if name in self.lora:
+            a, b = self.lora[name]
+            weight = weight + (self.lora_alpha / a.shape[0]) * (b @ a)  # merged before quantization, as needlec does
         bits = self.quantized.get(name)
         return fake_cq(weight, bits) if bits else weight
 
@@ -243,6 +247,31 @@ class NeedleModel(torch.nn.Module):
         scheme will quantize it."""
         scheme = self.config.get("quantization", {}).get("scheme", "none")
         self.quantized = {k: cq_bits(scheme, k) for k in self.names if on and cq_bits(scheme, k)}
+
+    def add_lora(self, names, rank, alpha):
+        """Freezes every weight and adapts each of `names` by (alpha / rank) B A (docs/model.md, "LoRA
+        adapters"): A drawn small, B zero, so training starts from the base model. Returns the new
+        parameters, the only ones to train."""
+        for param in self.params:
+            param.requires_grad_(False)
+        self.lora_alpha = float(alpha)
+        trained = []
+        for name in names:
+            out_features, in_features = self.w(name).shape
+            a = torch.nn.Parameter(torch.randn(rank, in_features) / math.sqrt(in_features))
+            b = torch.nn.Parameter(torch.zeros(out_features, rank))
+            self.lora[name] = (a, b)
+            trained += [a, b]
+        self.lora_params = torch.nn.ParameterList(trained)
+        return trained
+
+    def lora_state(self):
+        """The adapter's tensors and metadata, as needlec --lora reads them."""
+        tensors = {}
+        for name, (a, b) in self.lora.items():
+            tensors[f"{name}.lora_A"], tensors[f"{name}.lora_B"] = a.detach().clone(), b.detach().clone()
+        rank = next(iter(self.lora.values()))[0].shape[0]
+        return tensors, {"lora_alpha": self.lora_alpha, "lora_r": rank}
 
     def state(self):
         """The tensors of model.safetensors: every parameter, and the permutations if the input had them."""
