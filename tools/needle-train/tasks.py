@@ -2,7 +2,7 @@
 templates with arguments drawn at random, each paired with its exact call, and requests no tool
 fits, paired with no call. A tasks file says how each tool is asked for:
 
-  {"values": {"time": {"time": true}, "who": {"words": ["Bob", "Alice"]},
+  {"values": {"time": {"time": true}, "who": {"words": ["Bob", "Alice"]}, "topic": {"dictionary": 3000},
               "count": {"integer": [1, 50]}, "kind": {"enum": {"news": ["news", "headlines"]}}},
    "tools": {"set_alarm": [{"text": "wake me up at {time}", "arguments": {"time": "time"}}]},
    "none": ["tell me a joke", "what is {who}'s favourite colour"]}
@@ -43,15 +43,28 @@ def _time(rng):
     return text, f"{hour:02d}:{minute:02d}"
 
 
+def _dictionary(count, path="/usr/share/dict/words"):
+    """`count` words of Debian's word list (wamerican), lowercase letters only, 3 to 9 of them,
+    in an order fixed by the list alone."""
+    with open(path, encoding="utf-8") as f:
+        words = sorted({w.strip() for w in f if re.fullmatch(r"[a-z]{3,9}", w.strip())})
+    random.Random(0).shuffle(words)
+    if len(words) < count:
+        raise TaskError(f"{path} has {len(words)} usable words, fewer than {count}")
+    return words[:count]
+
+
 class Values:
     """Draws a value of each kind, from the train or the held-out share of its word lists."""
 
     def __init__(self, kinds):
-        self.kinds = kinds
+        self.kinds = {}
         for name, kind in kinds.items():
             if not isinstance(kind, dict) or len(kind) != 1 or next(iter(kind)) not in (
-                    "words", "time", "integer", "enum"):
-                raise TaskError(f"values.{name}: one of words, time, integer or enum")
+                    "words", "time", "integer", "enum", "dictionary"):
+                raise TaskError(f"values.{name}: one of words, time, integer, enum or dictionary")
+            # A dictionary: so many values that a model must learn to copy them, not recall them.
+            self.kinds[name] = {"words": _dictionary(kind["dictionary"])} if "dictionary" in kind else kind
 
     def draw(self, name, rng, held_out):
         if name not in self.kinds:
