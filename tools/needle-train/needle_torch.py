@@ -187,11 +187,12 @@ def _zc(x, scale, eps):
     return (1 + scale) * _unit(x, eps)
 
 
-def _taps(z, taps):
-    """Causal depthwise taps over time: z_t = sum_i taps[i] * z_(t-i). z: [B, T, C]."""
+def _taps(z, taps, stride=1):
+    """Causal depthwise taps over time: z_t = sum_i taps[i] * z_(t - stride*i), terms before 0 dropped.
+    z: [B, T, C]."""
     out = z * taps[0]
     for i in range(1, taps.shape[0]):
-        out = out + F.pad(z, (0, 0, i, 0))[:, :z.shape[1]] * taps[i]
+        out = out + F.pad(z, (0, 0, stride * i, 0))[:, :z.shape[1]] * taps[i]
     return out
 
 
@@ -343,11 +344,7 @@ class NeedleModel(torch.nn.Module):
         e = torch.cat(rows, dim=-1)
         k = e @ w("key").t()
         v1 = e @ w("value").t()
-        delta = max(c["engram_orders"])
-        taps = w("taps")
-        v = v1 * taps[0]
-        for i in range(1, 4):
-            v = v + F.pad(v1, (0, 0, delta * i, 0))[:, :v1.shape[1]] * taps[i]
+        v = _taps(v1, w("taps"), stride=max(c["engram_orders"]))
         gate = torch.sigmoid((_unit(u, eps) * _unit(k, eps)).sum(-1, keepdim=True) / math.sqrt(d))
         return gate * v
 
