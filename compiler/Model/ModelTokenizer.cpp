@@ -41,13 +41,15 @@ std::string readSynthCorpus() {
 
 } // namespace
 
-void trainTokenizer(Model &model) {
+void trainTokenizer(Model &model, std::string_view pattern, const std::string &patternSource) {
   const int64_t size = model.config.vocabSize;
   if (size < 256)
     return;
   const std::string corpus = size > 256 ? readSynthCorpus() : std::string(); // 256: the bytes alone
-  setTokenizer(model, tokenizer::writeTokenizerJson(tokenizer::trainByteLevelBpe(corpus, size)),
-               fmt::format("needle-synth's tokenizer of {} tokens", size));
+  const tokenizer::TokenizerSpec spec = pattern.empty()
+                                            ? tokenizer::trainByteLevelBpe(corpus, size)
+                                            : tokenizer::trainByteLevelBpe(corpus, size, pattern, patternSource);
+  setTokenizer(model, tokenizer::writeTokenizerJson(spec), fmt::format("needle-synth's tokenizer of {} tokens", size));
 }
 
 CompiledTokenizer compileTokenizer(const Model &model) {

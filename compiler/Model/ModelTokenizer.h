@@ -32,9 +32,10 @@ inline constexpr const char *kSynthCorpus[] = {
 
 /// Gives `model` a byte-level BPE of exactly its vocab_size tokens trained on kSynthCorpus
 /// (tokenizer::trainByteLevelBpe; the corpus is read only when there is something to learn,
-/// past the 256 byte tokens). A vocabulary under 256 ids has no byte-level tokenizer: the model
-/// is left without one.
-void trainTokenizer(Model &model);
+/// past the 256 byte tokens), its pre-tokenizer splitting by `pattern` (Llama 3's when empty;
+/// errors name `patternSource`). A vocabulary under 256 ids has no byte-level tokenizer: the
+/// model is left without one.
+void trainTokenizer(Model &model, std::string_view pattern = {}, const std::string &patternSource = {});
 
 /// A model's tokenizer compiled for the printers: the image of its tables (needle_rt::TokImage)
 /// and the ids NAME_info_t reports, the first the post-processor puts before a text (BOS) and

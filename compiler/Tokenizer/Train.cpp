@@ -17,8 +17,7 @@ namespace {
 using Pair = std::pair<int32_t, int32_t>;
 
 /// The corpus's pre-tokens as byte strings, and how often each occurs.
-std::map<std::string, int64_t> countWords(std::string_view corpus) {
-  const Regex pattern(kLlama3Pattern, "the training pattern");
+std::map<std::string, int64_t> countWords(std::string_view corpus, const Regex &pattern) {
   const std::vector<char32_t> points = decodeUtf8(corpus);
   std::map<std::string, int64_t> words;
   for (const auto &[begin, end] : pattern.splitIsolated(points))
@@ -101,9 +100,11 @@ private:
 
 } // namespace
 
-TokenizerSpec trainByteLevelBpe(std::string_view corpus, int64_t vocabSize) {
+TokenizerSpec trainByteLevelBpe(std::string_view corpus, int64_t vocabSize, std::string_view pattern,
+                                const std::string &patternSource) {
   if (vocabSize < 256)
     fail("a byte-level tokenizer needs at least 256 tokens (one per byte), not {}", vocabSize);
+  const Regex splitter(pattern, patternSource); // parsed even when unused: a bad pattern is an error
   TokenizerSpec spec;
   BpeModel &model = spec.model;
   std::unordered_map<std::string, int32_t> ids;
@@ -115,7 +116,7 @@ TokenizerSpec trainByteLevelBpe(std::string_view corpus, int64_t vocabSize) {
   }
   std::vector<std::vector<int32_t>> words;
   std::vector<int64_t> weights;
-  for (const auto &[word, n] : vocabSize > 256 ? countWords(corpus) : std::map<std::string, int64_t>{}) {
+  for (const auto &[word, n] : vocabSize > 256 ? countWords(corpus, splitter) : std::map<std::string, int64_t>{}) {
     words.emplace_back(word.begin(), word.end());
     for (int32_t &symbol : words.back())
       symbol = static_cast<unsigned char>(symbol);
@@ -138,7 +139,7 @@ TokenizerSpec trainByteLevelBpe(std::string_view corpus, int64_t vocabSize) {
   }
   PreTokenizerStep split{}, byteLevel{};
   split.kind = PreTokenizerStep::Kind::Split;
-  split.pattern = kLlama3Pattern;
+  split.pattern = std::string(pattern);
   byteLevel.kind = PreTokenizerStep::Kind::ByteLevel;
   spec.preTokenizer = {split, byteLevel};
   DecoderStep decoder{};
@@ -148,11 +149,13 @@ TokenizerSpec trainByteLevelBpe(std::string_view corpus, int64_t vocabSize) {
 }
 
 std::string writeTokenizerJson(const TokenizerSpec &spec) {
+  if (spec.preTokenizer.empty() || spec.preTokenizer[0].kind != PreTokenizerStep::Kind::Split)
+    fail("internal: writeTokenizerJson writes the trained tokenizers' shape, Split then ByteLevel");
   const BpeModel &model = spec.model;
   std::string out = R"({"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], )"
                     R"("normalizer": null, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [)"
                     R"({"type": "Split", "pattern": {"Regex": )";
-  json::appendQuoted(out, kLlama3Pattern);
+  json::appendQuoted(out, spec.preTokenizer[0].pattern);
   out +=
       R"(}, "behavior": "Isolated", "invert": false}, )"
       R"({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]}, )"

@@ -93,6 +93,9 @@ int run(int argc, char **argv) {
                   {"tokenizer", "FILE",
                    "the model's tokenizer.json (default: a byte-level BPE of vocab_size tokens trained on "
                    "Debian's license texts and word list); none: no tokenizer"},
+                  {"tokenizer-split", "REGEX",
+                   "the trained tokenizer's pre-tokenizer pattern (default: Llama 3's, which joins a letter run to "
+                   "the space or mark before it)"},
                   {"o", "OUT", "output directory, or OUT.needle for the container"}});
   if (!cl.parse(argc, argv))
     return 0;
@@ -110,8 +113,9 @@ int run(int argc, char **argv) {
   const SynthInit init = initName == "needle" ? SynthInit::Needle : SynthInit::Spread;
   const Config config = buildConfig(cl);
   if (std::optional<int64_t> rank = cl.integer("lora-adapter")) {
-    if (cl.has("tokenizer"))
-      fail("--tokenizer: not with --lora-adapter: an adapter has no tokenizer");
+    for (const char *flag : {"tokenizer", "tokenizer-split"})
+      if (cl.has(flag))
+        fail("--{}: not with --lora-adapter: an adapter has no tokenizer", flag);
     if (*rank < 1 || *rank > 1024)
       fail("--lora-adapter: rank {} is outside 1..1024", *rank);
     PendingOutput output(out, PendingOutput::Kind::File);
@@ -123,8 +127,15 @@ int run(int argc, char **argv) {
   }
   Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
   const std::string tokenizer = cl.value("tokenizer").value_or("");
+  const std::optional<std::string> split = cl.value("tokenizer-split");
+  if (split && !tokenizer.empty())
+    fail("--tokenizer-split: shapes the trained tokenizer, not one given by --tokenizer");
+  if (split && split->empty())
+    fail("--tokenizer-split: empty; give a regex");
+  if (split && config.vocabSize < 256)
+    fail("--tokenizer-split: a vocabulary of {} ids has no byte-level tokenizer to shape", config.vocabSize);
   if (tokenizer.empty())
-    trainTokenizer(model);
+    trainTokenizer(model, split.value_or(""), "--tokenizer-split");
   else if (tokenizer != "none")
     readTokenizer(model, tokenizer);
   const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
