@@ -3,11 +3,13 @@ templates with arguments drawn at random, each paired with its exact call, and r
 fits, paired with no call. A tasks file says how each tool is asked for:
 
   {"values": {"time": {"time": true}, "who": {"words": ["Bob", "Alice"]}, "topic": {"dictionary": 3000},
+              "note": {"phrase": 2000},
               "count": {"integer": [1, 50]}, "kind": {"enum": {"news": ["news", "headlines"]}}},
    "tools": {"set_alarm": [{"text": "wake me up at {time}", "arguments": {"time": "time"}}]},
    "none": ["tell me a joke", "what is {who}'s favourite colour"]}
 
 A template's {slot} names a value kind; its "arguments" map the tool's argument names to slots.
+A dictionary kind draws one of N words of Debian's word list, a phrase kind one to four of them.
 The held-out split is new sentences: every fourth template of a tool (and of "none") and one
 value in five of each word list are held out, and a held-out request uses a held-out template,
 or only held-out values."""
@@ -61,10 +63,14 @@ class Values:
         self.kinds = {}
         for name, kind in kinds.items():
             if not isinstance(kind, dict) or len(kind) != 1 or next(iter(kind)) not in (
-                    "words", "time", "integer", "enum", "dictionary"):
-                raise TaskError(f"values.{name}: one of words, time, integer, enum or dictionary")
+                    "words", "time", "integer", "enum", "dictionary", "phrase"):
+                raise TaskError(f"values.{name}: one of words, time, integer, enum, dictionary or phrase")
             # A dictionary: so many values that a model must learn to copy them, not recall them.
-            self.kinds[name] = {"words": _dictionary(kind["dictionary"])} if "dictionary" in kind else kind
+            if "dictionary" in kind:
+                kind = {"words": _dictionary(kind["dictionary"])}
+            elif "phrase" in kind:
+                kind = {"phrase": _dictionary(kind["phrase"])}
+            self.kinds[name] = kind
 
     def draw(self, name, rng, held_out):
         if name not in self.kinds:
@@ -79,6 +85,10 @@ class Values:
         if kind == "enum":
             value = rng.choice(sorted(spec))
             return rng.choice(spec[value]), value
+        if kind == "phrase":
+            words = [w for i, w in enumerate(spec) if (i % 5 == 4) == held_out]
+            phrase = " ".join(rng.choice(words) for _ in range(rng.randint(1, 4)))
+            return phrase, phrase
         words = [w for i, w in enumerate(spec) if (i % 5 == 4) == held_out] or spec
         word = rng.choice(words)
         return word, word
