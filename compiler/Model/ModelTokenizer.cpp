@@ -41,14 +41,15 @@ std::string readSynthCorpus() {
 
 } // namespace
 
-void trainTokenizer(Model &model, std::string_view pattern, const std::string &patternSource) {
+void trainTokenizer(Model &model, const TokenizerTraining &training) {
   const int64_t size = model.config.vocabSize;
   if (size < 256)
     return;
-  const std::string corpus = size > 256 ? readSynthCorpus() : std::string(); // 256: the bytes alone
-  const tokenizer::TokenizerSpec spec = pattern.empty()
-                                            ? tokenizer::trainByteLevelBpe(corpus, size)
-                                            : tokenizer::trainByteLevelBpe(corpus, size, pattern, patternSource);
+  // 256: the bytes alone, nothing to learn
+  const std::string corpus = size > 256 ? readSynthCorpus() + training.moreCorpus : std::string();
+  const tokenizer::TokenizerSpec spec =
+      training.split.empty() ? tokenizer::trainByteLevelBpe(corpus, size)
+                             : tokenizer::trainByteLevelBpe(corpus, size, training.split, training.splitSource);
   setTokenizer(model, tokenizer::writeTokenizerJson(spec), fmt::format("needle-synth's tokenizer of {} tokens", size));
 }
 

@@ -30,12 +30,18 @@ inline constexpr const char *kSynthCorpus[] = {
     "/usr/share/common-licenses/GPL-3",      "/usr/share/common-licenses/LGPL-2.1", "/usr/share/common-licenses/LGPL-3",
     "/usr/share/common-licenses/MPL-1.1",    "/usr/share/common-licenses/MPL-2.0",  "/usr/share/dict/american-english"};
 
+/// How needle-synth's tokenizer is trained beyond the defaults.
+struct TokenizerTraining {
+  std::string split;       // the pre-tokenizer's pattern; empty: Llama 3's
+  std::string splitSource; // what errors about the pattern name
+  std::string moreCorpus;  // text trained on after kSynthCorpus (a product's own words)
+};
+
 /// Gives `model` a byte-level BPE of exactly its vocab_size tokens trained on kSynthCorpus
 /// (tokenizer::trainByteLevelBpe; the corpus is read only when there is something to learn,
-/// past the 256 byte tokens), its pre-tokenizer splitting by `pattern` (Llama 3's when empty;
-/// errors name `patternSource`). A vocabulary under 256 ids has no byte-level tokenizer: the
-/// model is left without one.
-void trainTokenizer(Model &model, std::string_view pattern = {}, const std::string &patternSource = {});
+/// past the 256 byte tokens). A vocabulary under 256 ids has no byte-level tokenizer: the model
+/// is left without one.
+void trainTokenizer(Model &model, const TokenizerTraining &training = {});
 
 /// A model's tokenizer compiled for the printers: the image of its tables (needle_rt::TokImage)
 /// and the ids NAME_info_t reports, the first the post-processor puts before a text (BOS) and

@@ -81,6 +81,26 @@ void writeAdapter(const Config &config, int64_t rank, uint64_t seed, bool zeroB,
   writeSafetensors(path, entries, {{"lora_alpha", std::to_string(2 * rank)}, {"lora_r", std::to_string(rank)}});
 }
 
+/// What --tokenizer-split and --tokenizer-corpus ask of the trained tokenizer.
+TokenizerTraining tokenizerTraining(const CommandLine &cl, const Config &config) {
+  TokenizerTraining training;
+  for (const char *flag : {"tokenizer-split", "tokenizer-corpus"}) {
+    if (cl.has(flag) && cl.has("tokenizer"))
+      fail("--{}: shapes the trained tokenizer, not one given by --tokenizer", flag);
+    if (cl.has(flag) && config.vocabSize <= 256)
+      fail("--{}: a vocabulary of {} ids has no merges to learn", flag, config.vocabSize);
+  }
+  training.split = cl.value("tokenizer-split").value_or("");
+  training.splitSource = "--tokenizer-split";
+  if (cl.has("tokenizer-split") && training.split.empty())
+    fail("--tokenizer-split: empty; give a regex");
+  if (std::optional<std::string> corpus = cl.value("tokenizer-corpus")) {
+    const std::vector<uint8_t> bytes = readFile(*corpus);
+    training.moreCorpus.assign(bytes.begin(), bytes.end());
+  }
+  return training;
+}
+
 int run(int argc, char **argv) {
   CommandLine cl("needle-synth", "needle-synth --preset needle3|tiny [options] -o OUT",
                  {{"preset", "NAME", "needle3 or tiny (default tiny)"},
@@ -96,6 +116,7 @@ int run(int argc, char **argv) {
                   {"tokenizer-split", "REGEX",
                    "the trained tokenizer's pre-tokenizer pattern (default: Llama 3's, which joins a letter run to "
                    "the space or mark before it)"},
+                  {"tokenizer-corpus", "FILE", "more text to train the tokenizer on, after Debian's: a product's own"},
                   {"o", "OUT", "output directory, or OUT.needle for the container"}});
   if (!cl.parse(argc, argv))
     return 0;
@@ -113,7 +134,7 @@ int run(int argc, char **argv) {
   const SynthInit init = initName == "needle" ? SynthInit::Needle : SynthInit::Spread;
   const Config config = buildConfig(cl);
   if (std::optional<int64_t> rank = cl.integer("lora-adapter")) {
-    for (const char *flag : {"tokenizer", "tokenizer-split"})
+    for (const char *flag : {"tokenizer", "tokenizer-split", "tokenizer-corpus"})
       if (cl.has(flag))
         fail("--{}: not with --lora-adapter: an adapter has no tokenizer", flag);
     if (*rank < 1 || *rank > 1024)
@@ -127,15 +148,9 @@ int run(int argc, char **argv) {
   }
   Model model = synthesizeModel(config, static_cast<uint64_t>(seed), init);
   const std::string tokenizer = cl.value("tokenizer").value_or("");
-  const std::optional<std::string> split = cl.value("tokenizer-split");
-  if (split && !tokenizer.empty())
-    fail("--tokenizer-split: shapes the trained tokenizer, not one given by --tokenizer");
-  if (split && split->empty())
-    fail("--tokenizer-split: empty; give a regex");
-  if (split && config.vocabSize < 256)
-    fail("--tokenizer-split: a vocabulary of {} ids has no byte-level tokenizer to shape", config.vocabSize);
+  const TokenizerTraining training = tokenizerTraining(cl, config);
   if (tokenizer.empty())
-    trainTokenizer(model, split.value_or(""), "--tokenizer-split");
+    trainTokenizer(model, training);
   else if (tokenizer != "none")
     readTokenizer(model, tokenizer);
   const cq::CodebookKind codebook = cq::parseCodebookKind(cl.value("codebook").value_or("needle"));
