@@ -8,14 +8,19 @@ fits, paired with no call. A tasks file says how each tool is asked for:
    "tools": {"set_alarm": [{"text": "wake me up at {time}", "arguments": {"time": "time"}}]},
    "none": ["tell me a joke", "what is {who}'s favourite colour"]}
 
-A template's {slot} names a value kind; its "arguments" map the tool's argument names to slots.
+A template's {slot} names a value kind; its "arguments" map the tool's argument names to slots
+(an argument whose slot a sentence leaves out is not in its call). A template spells several
+sentences: "(a|b|)" is one of a, b or nothing, "[x]" is x or nothing, nested as needed, so
+"(search for|find) {topic}[ in the {kind}]" is four sentences.
 A dictionary kind draws one of N words of Debian's word list, a phrase kind one to four of them.
-The held-out split is new sentences: every fourth template of a tool (and of "none") and one
-value in five of each word list are held out, and a held-out request uses a held-out template,
-or only held-out values."""
+The held-out split is new sentences: one sentence in four of a tool's templates (and of "none"),
+and one value in five of each word list, are held out; a held-out request is a held-out sentence
+with held-out values. So a held-out sentence is a new combination of phrases training saw in
+other sentences (a model this small, trained from nothing, has no other language to go on)."""
 import json
 import random
 import re
+import zlib
 
 _SLOT = re.compile(r"\{(\w+)\}")
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
@@ -27,8 +32,47 @@ class TaskError(Exception):
     pass
 
 
-def _held_out(index):
-    return index % 4 == 3
+def _closing(text, start):
+    """The index of the bracket that closes the one at `start`."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += (text[i] in "([") - (text[i] in ")]")
+        if depth == 0:
+            return i
+    raise TaskError(f"{text!r}: an unclosed {text[start]}")
+
+
+def _alternatives(text):
+    """`text` split at its top-level |."""
+    parts, depth, begin = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c in "([") - (c in ")]")
+        if c == "|" and depth == 0:
+            parts.append(text[begin:i])
+            begin = i + 1
+    return parts + [text[begin:]]
+
+
+def expand(text):
+    """Every sentence a template spells, in a fixed order: (a|b) one of them, [x] x or nothing."""
+    sentences, i = [""], 0
+    while i < len(text):
+        if text[i] in "([":
+            close = _closing(text, i)
+            inner = text[i + 1:close]
+            options = _alternatives(inner) if text[i] == "(" else [inner, ""]
+            tails = [t for option in options for t in expand(option)]
+            sentences = [s + t for s in sentences for t in tails]
+            i = close + 1
+        else:
+            sentences = [s + text[i] for s in sentences]
+            i += 1
+    return sentences
+
+
+def _held_out(sentence):
+    """One sentence in four, chosen by its text's CRC (stable, and blind to the templates' order)."""
+    return zlib.crc32(sentence.encode("utf-8")) % 4 == 3
 
 
 def _time(rng):
@@ -96,7 +140,8 @@ class Values:
 
 def _properties(tool):
     function = tool.get("function", tool)
-    return function["name"], list(function.get("parameters", {}).get("properties", {}))
+    parameters = function.get("parameters", {})
+    return function["name"], list(parameters.get("properties", {})), parameters.get("required", [])
 
 
 def _fill(template, values, rng, held_out):
@@ -111,16 +156,22 @@ def generate(tools, tasks, count, seed, held_out):
     """`count` examples of the split, as {"query", "call"} (call: compact JSON text, or None).
     One in five asks for no tool."""
     values = Values(tasks.get("values", {}))
-    order = {name: props for name, props in map(_properties, tools)}
+    order = {name: props for name, props, _ in map(_properties, tools)}
+    required = {name: needed for name, _, needed in map(_properties, tools)}
     for name in tasks.get("tools", {}):
         if name not in order:
             raise TaskError(f"tools.{name}: not a tool of the tools file")
     templates = []
     for name, entries in sorted(tasks.get("tools", {}).items()):
-        for i, entry in enumerate(entries):
-            if _held_out(i) == held_out or len(entries) < 4:
-                templates.append((name, entry))
-    nones = [t for i, t in enumerate(tasks.get("none", [])) if _held_out(i) == held_out]
+        sentences = [(text, entry) for entry in entries for text in expand(entry["text"])]
+        for text, entry in sentences:
+            if _held_out(text) == held_out or len(sentences) < 4:
+                used = {argument: slot for argument, slot in entry.get("arguments", {}).items() if f"{{{slot}}}" in text}
+                missing = [r for r in required[name] if r not in used and r not in entry.get("fixed", {})]
+                if missing:
+                    raise TaskError(f"tools.{name}: {text!r} gives no {missing[0]}, which the tool requires")
+                templates.append((name, {**entry, "text": text, "arguments": used}))
+    nones = [t for n in tasks.get("none", []) for t in expand(n) if _held_out(t) == held_out]
     if not templates:
         raise TaskError("no templates for this split")
     rng = random.Random(seed * 2 + int(held_out))
