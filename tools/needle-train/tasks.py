@@ -10,7 +10,7 @@ fits, paired with no call. A tasks file says how each tool is asked for:
 
 A template's {slot} names a value kind; its "arguments" map the tool's argument names to slots
 (an argument whose slot a sentence leaves out is not in its call). A template spells several
-sentences: "(a|b|)" is one of a, b or nothing, "[x]" is x or nothing, nested as needed, so
+sentences: "(a|b)" is one of a or b, "[a|b]" one of a, b or nothing, nested as needed, so
 "(search for|find) {topic}[ in the {kind}]" is four sentences.
 A dictionary kind draws one of N words of Debian's word list, a phrase kind one to four of them.
 The held-out split is new sentences: one sentence in four of a tool's templates (and of "none"),
@@ -54,13 +54,13 @@ def _alternatives(text):
 
 
 def expand(text):
-    """Every sentence a template spells, in a fixed order: (a|b) one of them, [x] x or nothing."""
+    """Every sentence a template spells, in a fixed order: (a|b) one of them, [a|b] one or nothing."""
     sentences, i = [""], 0
     while i < len(text):
         if text[i] in "([":
             close = _closing(text, i)
             inner = text[i + 1:close]
-            options = _alternatives(inner) if text[i] == "(" else [inner, ""]
+            options = _alternatives(inner) + ([""] if text[i] == "[" else [])
             tails = [t for option in options for t in expand(option)]
             sentences = [s + t for s in sentences for t in tails]
             i = close + 1
