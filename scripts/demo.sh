@@ -5,7 +5,9 @@
 # for this machine and to one for aarch64, link each into the example C program (text in, greedy
 # decoding and text out through the C interface), run both (aarch64 under qemu-user), print what
 # they produced and how fast, and check that the two agree; and with the example's tools compiled
-# in, turn a request into a tool call (valid whatever the weights: docs/tool-calls.md).
+# in, turn a request into a tool call (valid whatever the weights: docs/tool-calls.md). Then
+# train a tiny model on those tools (needle-train) and print its calls at depths 2, 4 and 6, on
+# the host and on aarch64 (docs/training.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -62,3 +64,39 @@ aarch64-linux-gnu-gcc "${host_cc[@]:1}" -I "$work/aarch64" test/e2e/run_model.c 
 
 echo "== the reference interpreter on the prompt (its top token must be the first one generated)"
 "$bin/needle-run" "$work/needle3.needle" --layers 8 --text "$prompt" --time
+
+echo "== needle-train: a tiny ladder model (d_model 128, 6 blocks) trained to call the tools of examples/tools.json"
+# Trained once (about a quarter of an hour) and reused while the command that trained it is the same.
+agent="$work/agent"
+train=("$bin/needle-train" --tools examples/tools.json --tasks examples/tools.tasks.json --set vocab_size=1024
+  --steps "${NEEDLE_DEMO_STEPS:-1000}" --threads 2 --seed 1 -o "$agent")
+if [ "$(cat "$agent/trained-by" 2>/dev/null)" != "${train[*]}" ]; then
+  start=$(date +%s)
+  "${train[@]}" | tail -n 1
+  echo "${train[*]}" >"$agent/trained-by"
+  echo "training time: $(($(date +%s) - start)) s"
+fi
+# Sentences and words training never saw (docs/training.md, "The task").
+requests=("please set an alarm at 6:45 am for yoga" "text olivia saying dinner ready soon"
+  "find 5 results on volcanoes" "search the news for guitars, 3 results" "how are you today")
+
+echo "== the trained model's calls at depths 2, 4 and 6, compiled from the same weights, on the host and on aarch64"
+qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+for depth in 2 4 6; do
+  for target in host aarch64; do
+    out="$work/agent-$target-$depth"
+    mkdir -p "$out"
+    "$bin/needlec" "$agent" --layers "$depth" --tools examples/tools.json --prompt "$agent/prompt.txt" --name agent \
+      --target "$target" -o "$out/agent"
+    compiler=(cc) && [ "$target" = aarch64 ] && compiler=(aarch64-linux-gnu-gcc)
+    "${compiler[@]}" -std=c11 -O2 -I "$out" examples/tool_call.c "$out/agent.o" -lm -o "$out/tool_call"
+  done
+  for request in "${requests[@]}"; do
+    host=$("$work/agent-host-$depth/tool_call" "$request" 0.5)
+    arm=$("${qemu[@]}" "$work/agent-aarch64-$depth/tool_call" "$request" 0.5)
+    answer=$(grep -E "^(call|no call)" <<<"$host")
+    same=$([ "$answer" = "$(grep -E "^(call|no call)" <<<"$arm")" ] && echo "aarch64 agrees" || echo "AARCH64 DIFFERS")
+    printf 'depth %s  %-34s -> %s  (%s, %s)\n' "$depth" "\"$request\"" "$answer" \
+      "$(sed -n 's/^text to call: \([0-9.]* ms\).*/\1/p' <<<"$host")" "$same"
+  done
+done
