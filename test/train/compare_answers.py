@@ -1,24 +1,33 @@
 #!/usr/bin/python3
 """Two runs of check_accuracy.py on the same requests, compared answer by answer (docs/training.md):
 
-  compare_answers.py A.answers B.answers --max-differ FRACTION
+  compare_answers.py A.answers B.answers --max-differ FRACTION [--tool-only]
 
 Each line of an answers file is test/e2e/call.c's: "STATUS CONFIDENCE HEX". Two answers agree
-when their status and call are the same (the confidence may differ in its last digits). Prints
+when their status and call are the same (the confidence may differ in its last digits), or with
+--tool-only their status and the called tool's name (for a model too little trained for its
+arguments to be more than near ties). Prints
 how many agree, and MATCH when the share that differ is at most FRACTION, else MISMATCH (exit 1)."""
 import argparse
+import json
 import sys
 
 p = argparse.ArgumentParser()
 p.add_argument("a")
 p.add_argument("b")
 p.add_argument("--max-differ", type=float, required=True)
+p.add_argument("--tool-only", action="store_true")
 args = p.parse_args()
 
 
 def answers(path):
     with open(path) as f:
-        return [(fields[0], fields[2] if len(fields) > 2 else "") for fields in (line.split() for line in f)]
+        return [(fields[0], tool(fields[2]) if args.tool_only else fields[2]) if len(fields) > 2 else (fields[0], "")
+                for fields in (line.split() for line in f)]
+
+
+def tool(call_hex):
+    return json.loads(bytes.fromhex(call_hex).decode("utf-8"))["name"]
 
 
 a, b = answers(args.a), answers(args.b)
