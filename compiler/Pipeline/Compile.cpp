@@ -275,7 +275,7 @@ CompileResult emitCpp(const CompileOptions &options) {
   const KernelProgram program = compileProgram(options, "--emit cpp", times, result.stats);
   const std::string headerName = fs::path(options.output).filename().string() + ".h";
   CppModel cpp = needle::emitCpp(program, options.name, headerName, options.activations);
-  result.files.push_back({options.output + ".h", std::move(cpp.header), "the header"});
+  result.files.push_back({options.output + ".h", std::move(cpp.header), "the header", true});
   result.files.push_back({options.output + ".cpp", std::move(cpp.source)});
   return result;
 }
@@ -302,7 +302,7 @@ CompileResult emitObjectFile(const CompileOptions &options) {
   std::string header = emitHeader(options.name, program);
   std::string bytes = emitObject(std::move(program), target, objectOptions, &times);
   if (options.emit == EmitKind::Object) {
-    result.files.push_back({options.output + ".h", std::move(header), "the header"});
+    result.files.push_back({options.output + ".h", std::move(header), "the header", true});
     result.files.push_back({options.output + ".o", std::move(bytes)});
   } else {
     result.files.push_back({options.output, std::move(bytes)});

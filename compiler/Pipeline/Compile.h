@@ -56,6 +56,9 @@ struct OutputFile {
   std::string path;
   std::string bytes;
   std::string role = {}; // what it is, when not -o's own output ("the weights written beside the IR")
+  /// Left as it is, time included, when the file there already holds these bytes: the header, so
+  /// a product's sources are not rebuilt when only the weights change.
+  bool keepWhenUnchanged = false;
 };
 
 struct CompileResult {

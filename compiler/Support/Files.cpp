@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <sys/stat.h>
@@ -211,6 +213,17 @@ PendingOutput::PendingOutput(fs::path path, Kind kind, std::string flag)
     fail("{}: cannot create: {}", path_.string(), ec.message());
 }
 
+/// Whether two regular files hold the same bytes (false when either cannot be read).
+static bool sameBytes(const fs::path &a, const fs::path &b) {
+  std::error_code ec;
+  if (!fs::is_regular_file(a, ec) || !fs::is_regular_file(b, ec) || fs::file_size(a, ec) != fs::file_size(b, ec))
+    return false;
+  std::ifstream first(a, std::ios::binary), second(b, std::ios::binary);
+  return first && second &&
+         std::equal(std::istreambuf_iterator<char>(first), std::istreambuf_iterator<char>(),
+                    std::istreambuf_iterator<char>(second), std::istreambuf_iterator<char>());
+}
+
 PendingOutput::~PendingOutput() {
   if (!committed_ && !writeThrough_) {
     std::error_code ec;
@@ -234,6 +247,11 @@ void PendingOutput::commit() {
   std::error_code ec;
   checkNotRead(path_, flag_); // the run may have read it since the output was staged
   if (writeThrough_) {
+    committed_ = true;
+    return;
+  }
+  if (kind_ == Kind::File && keepWhenUnchanged_ && sameBytes(staging_, target_)) {
+    fs::remove(staging_, ec);
     committed_ = true;
     return;
   }

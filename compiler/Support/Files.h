@@ -73,6 +73,10 @@ public:
   void write(std::string_view text);
   /// Moves the output into place; fails (naming the path) if any part of it could not be moved.
   void commit();
+  /// Makes commit() leave a file that already holds exactly these bytes as it is, its time
+  /// included: a header whose content did not change then rebuilds none of the sources that
+  /// include it (Kind::File).
+  void keepWhenUnchanged() { keepWhenUnchanged_ = true; }
 
 private:
   [[noreturn]] void rethrowNamingOutput(const std::exception &e) const;
@@ -83,6 +87,7 @@ private:
   std::string flag_;
   Kind kind_;
   bool writeThrough_ = false;
+  bool keepWhenUnchanged_ = false;
   bool committed_ = false;
 };
 

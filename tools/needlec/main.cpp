@@ -178,6 +178,8 @@ void writeOutputs(std::vector<OutputFile> files, const std::string &out) {
     }
     pending.push_back(std::make_unique<PendingOutput>(file.path, PendingOutput::Kind::File, flagOf(file)));
     pending.back()->write(file.bytes);
+    if (file.keepWhenUnchanged)
+      pending.back()->keepWhenUnchanged();
   }
   for (const std::unique_ptr<PendingOutput> &output : pending)
     output->commit();
