@@ -163,6 +163,7 @@ struct ModelFacts {
   int64_t logits;
   int64_t batch; // tokens one call of the step carries at most
   float confidence_bias;
+  uint64_t fingerprint; // the model's weights, build and needlec (codegen/Lower/Fingerprint.h)
 };
 
 /// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and

@@ -34,6 +34,7 @@ const ModelInfo *needle_abi_info(void) { return &needle_info; }
 size_t needle_abi_arena_size(void) { return static_cast<size_t>(needle_facts.arena_size); }
 size_t needle_abi_arena_align(void) { return static_cast<size_t>(needle_facts.arena_align); }
 void *needle_abi_open(void *arena, size_t size) { return needle_rt::session_open(needle_facts, arena, size); }
+void *needle_abi_restore(void *arena, size_t size) { return needle_rt::session_restore(needle_facts, arena, size); }
 void needle_abi_reset(void *s) { needle_rt::session_reset(needle_facts, s); }
 int needle_abi_feed(void *s, const int32_t *tokens, size_t n) {
   return needle_rt::session_feed(needle_facts, needle_step, s, tokens, n);
@@ -46,6 +47,11 @@ int needle_abi_embedding(const void *s, float *out) {
   return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
 }
 size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
+size_t needle_abi_sample_scratch_size(void) { return needle_rt::sample_scratch_size(needle_facts); }
+int needle_abi_sample(const void *s, const needle_rt::SampleParams *params, needle_rt::SampleRng *rng, void *scratch,
+                      size_t scratch_size, int32_t *token) {
+  return needle_rt::session_sample(needle_facts, s, params, rng, scratch, scratch_size, token);
+}
 
 // The text functions, on the tokenizer's image.
 size_t needle_abi_encode_scratch_size(size_t length) {

@@ -63,6 +63,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/entries.h"
 #include "kernels/session.h"
+#include "kernels/sample.h"
 // clang-format on
 
 #endif // NEEDLE_RUNTIME_H

@@ -1,4 +1,5 @@
 #include "codegen/Cpp/CppEmitter.h"
+#include "codegen/Lower/Fingerprint.h"
 #include "codegen/Lower/KernelProgram.h"
 #include "codegen/Select/Select.h"
 
@@ -271,17 +272,36 @@ enum {{ NEEDLE_OK = 0, NEEDLE_ERR_ARENA = -1, NEEDLE_ERR_TOKEN = -2, NEEDLE_ERR_
 enum {{ NEEDLE_ERR_SPACE = -5 }};                                  /* an output buffer too small */
 enum {{ NEEDLE_ENCODE_SPECIAL = 1, NEEDLE_ENCODE_BOS_EOS = 2 }}; /* NAME_encode's flags */
 #endif
+#ifndef NEEDLE_SAMPLING
+#define NEEDLE_SAMPLING
+typedef struct {{
+  float temperature;        /* <= 0: greedy; 1: the model's distribution */
+  uint32_t top_k;           /* keep the k likeliest tokens; 0: all */
+  float top_p;              /* keep the fewest likeliest whose probability reaches top_p; >= 1: all */
+  float min_p;              /* keep tokens at least min_p times as likely as the likeliest; 0: all */
+  float repetition_penalty; /* > 1 makes each token of `recent` less likely; 1: none */
+  const int32_t *recent;    /* the tokens the penalty applies to (each once, however often) */
+  size_t recent_count;
+}} needle_sample_params;
+typedef struct {{
+  uint64_t state;
+}} needle_rng; /* caller-owned; any value is a seed */
+#endif
 
 const {2}_info_t *{2}_info(void);
 size_t {2}_arena_size(void);
 size_t {2}_arena_align(void);
 {2}_session *{2}_open(void *arena, size_t size);
+{2}_session *{2}_restore(void *arena, size_t size);
 void {2}_reset({2}_session *s);
 int {2}_feed({2}_session *s, const int32_t *tokens, size_t n);
 const float *{2}_logits(const {2}_session *s);
 float {2}_confidence(const {2}_session *s);
 int {2}_embedding(const {2}_session *s, float *out);
 size_t {2}_position(const {2}_session *s);
+size_t {2}_sample_scratch_size(void);
+int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
+               size_t scratch_size, int32_t *token);
 {3}
 #ifdef __cplusplus
 }}
@@ -297,7 +317,7 @@ std::string Printer::interface() const {
   return fmt::format(R"(
 namespace {{
 
-constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}}};
+constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}, {15}u}};
 const int32_t kSourceBlocks[] = {{{9}}};
 // A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
 static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1} bytes, more than this target "
@@ -320,6 +340,10 @@ size_t {0}_arena_align(void) {{ return kFacts.arena_align; }}
   return static_cast<{0}_session *>(needle_rt::session_open(kFacts, arena, size));
 }}
 
+{0}_session *{0}_restore(void *arena, size_t size) {{
+  return static_cast<{0}_session *>(needle_rt::session_restore(kFacts, arena, size));
+}}
+
 void {0}_reset({0}_session *s) {{ needle_rt::session_reset(kFacts, s); }}
 
 int {0}_feed({0}_session *s, const int32_t *tokens, size_t n) {{
@@ -336,12 +360,23 @@ int {0}_embedding(const {0}_session *s, float *out) {{
 
 size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(kFacts, s); }}
 
+size_t {0}_sample_scratch_size(void) {{ return needle_rt::sample_scratch_size(kFacts); }}
+
+int {0}_sample(const {0}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
+               size_t scratch_size, int32_t *token) {{
+  static_assert(sizeof(needle_sample_params) == sizeof(needle_rt::SampleParams) &&
+                    sizeof(needle_rng) == sizeof(needle_rt::SampleRng),
+                "needle_rt's sampling structs mirror the header's");
+  return needle_rt::session_sample(kFacts, s, reinterpret_cast<const needle_rt::SampleParams *>(params),
+                                   reinterpret_cast<needle_rt::SampleRng *>(rng), scratch, scratch_size, token);
+}}
+
 }} // extern "C"
 )",
                      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
                      floatLiteral(f.confidenceBias),
                      list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer), f.dModel,
-                     f.numLayers, f.batch, f.bosId, f.eosId);
+                     f.numLayers, f.batch, f.bosId, f.eosId, f.fingerprint);
 }
 
 std::string Printer::textInterface() const {
@@ -500,6 +535,8 @@ std::string Printer::source(const std::string &headerName) {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
   selectKernels(program, {Backend::Cpp, {}, activations});
+  program.facts.fingerprint =
+      modelFingerprint(program, fmt::format("cpp activations {}", static_cast<int>(activations)));
   return {header(name, program), Printer(program, name).source(headerName)};
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/Object/ObjectEmitter.h"
 #include "codegen/Lower/AddressSpace.h"
+#include "codegen/Lower/Fingerprint.h"
 #include "codegen/Object/HalideKernels.h"
 #include "codegen/Object/KernelList.h"
 #include "codegen/Object/RuntimeBitcode.h"
@@ -42,8 +43,9 @@ namespace {
 namespace LLVM = mlir::LLVM;
 using Kind = KernelArg::Kind;
 
-constexpr const char *kInterfaceFunctions[] = {"info", "arena_size", "arena_align", "open",      "reset",
-                                               "feed", "logits",     "confidence",  "embedding", "position"};
+constexpr const char *kInterfaceFunctions[] = {
+    "info",      "arena_size", "arena_align",         "open",  "restore", "reset", "feed", "logits", "confidence",
+    "embedding", "position",   "sample_scratch_size", "sample"};
 // A model with a tokenizer exports these too.
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
@@ -150,15 +152,16 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
 
   const ModelFacts &f = program.facts;
   auto *factsType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_facts")->getValueType());
-  if (!factsType || factsType->getNumElements() != 9)
-    fail("internal: the runtime's needle_rt::ModelFacts is not the nine fields the object printer fills");
+  if (!factsType || factsType->getNumElements() != 10)
+    fail("internal: the runtime's needle_rt::ModelFacts is not the ten fields the object printer fills");
   auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
   auto i32 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value); };
   define("needle_facts",
-         llvm::ConstantStruct::get(factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen),
-                                               i64(f.vocabSize), i64(f.embeddingDim), i64(f.logits), i64(f.batch),
-                                               llvm::ConstantFP::get(llvm::Type::getFloatTy(context),
-                                                                     static_cast<double>(f.confidenceBias))}),
+         llvm::ConstantStruct::get(
+             factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
+                         i64(f.embeddingDim), i64(f.logits), i64(f.batch),
+                         llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias)),
+                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint)}),
          8);
   std::vector<uint32_t> sources(f.sourceBlocks.begin(), f.sourceBlocks.end());
   auto *sourceBlocks = new llvm::GlobalVariable(
@@ -324,6 +327,9 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   selectKernels(program, {Backend::Object, targetIsas(target, *machine, options.kernels), options.activations});
+  program.facts.fingerprint = modelFingerprint(
+      program, fmt::format("obj {} {} {} kernels {} activations {}", target.triple, target.cpu, target.features,
+                           static_cast<int>(options.kernels), static_cast<int>(options.activations)));
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

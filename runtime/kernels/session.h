@@ -11,15 +11,18 @@ namespace needle_rt {
 // emitted model supplies its facts and its step; these check the arguments and keep the header.
 // ---------------------------------------------------------------------------------------------
 
-// What NAME_open writes into the header: the format's version and a fingerprint of the model's
-// sizes, so a never-opened arena, a corrupted one or another model's session is refused
-// (docs/c-interface.md, "Sessions that are not sessions").
+// What NAME_open writes into the header: the format's version, the model's sizes and its
+// fingerprint (its weights, its build and needlec's version), so a never-opened arena, a
+// corrupted one, another model's session or a saved image of one is refused
+// (docs/c-interface.md, "Sessions that are not sessions" and "Saving and restoring a session").
 inline uint64_t session_tag(const ModelFacts &m) {
-  const uint64_t version = 1;
+  const uint64_t version = 2;
   uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
-  const int64_t facts[] = {m.arena_size, m.outputs_end, m.max_seq_len, m.vocab_size, m.logits};
-  for (int64_t fact : facts)
-    tag = (tag ^ static_cast<uint64_t>(fact)) * 0x100000001B3u;
+  const uint64_t facts[] = {static_cast<uint64_t>(m.arena_size),  static_cast<uint64_t>(m.outputs_end),
+                            static_cast<uint64_t>(m.max_seq_len), static_cast<uint64_t>(m.vocab_size),
+                            static_cast<uint64_t>(m.logits),      m.fingerprint};
+  for (uint64_t fact : facts)
+    tag = (tag ^ fact) * 0x100000001B3u;
   return tag;
 }
 
@@ -42,6 +45,11 @@ inline bool in_arena(const ModelFacts &m, const void *arena, const void *p, size
 inline void reset_arena(const ModelFacts &m, void *arena) {
   std::memset(arena, 0, static_cast<size_t>(m.outputs_end));
   static_cast<SessionHeader *>(arena)->tag = session_tag(m);
+}
+
+// A session image copied into arena (docs/c-interface.md, "Saving and restoring a session").
+inline void *session_restore(const ModelFacts &m, void *arena, size_t size) {
+  return size >= static_cast<size_t>(m.arena_size) ? checked_session(m, arena) : nullptr;
 }
 
 inline void session_reset(const ModelFacts &m, void *arena) {
