@@ -1,11 +1,16 @@
-/* Greedy decoding through the C interface of a compiled Needle model: feed a prompt, then
- * repeatedly feed the most likely next token. Prints the tokens, the confidence, and the prefill
- * and decode speeds; with a model compiled with a tokenizer, the prompt is text (encoded by the
- * model's NAME_encode) and the generated tokens are printed as text too (its streaming
- * decoder). Plain C11; the model is whatever needle_add_model() compiled.
+/* Decoding through the C interface of a compiled Needle model: feed a prompt, then repeatedly
+ * feed the next token NAME_sample picks (greedy unless a sampling option is given), stopping at
+ * the model's end-of-sequence token. Prints the tokens, the confidence, and the prefill and decode
+ * speeds; with a model compiled with a tokenizer, the prompt is text (encoded by the model's
+ * NAME_encode) and the generated tokens are printed as text too (its streaming decoder). The
+ * prompt is fed in runs of 64 tokens, so --budget-ms can cut a long one short between runs
+ * (docs/c-interface.md, "Stopping, and cutting a long feed short"). Plain C11; the model is
+ * whatever needle_add_model() compiled.
  *
- *   greedy_decode [PROMPT [TOKENS]]      e.g. greedy_decode "The license" 32
- *                                        (a model without a tokenizer: greedy_decode 17,4242,9 32)
+ *   greedy_decode [PROMPT [TOKENS]] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
+ *                 [--repeat-penalty R] [--seed S] [--budget-ms MS]
+ *     e.g. greedy_decode "The license" 32 --temperature 0.8 --top-k 40 --seed 7
+ *     (a model without a tokenizer: greedy_decode 17,4242,9 32)
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "model.h"
@@ -23,12 +28,66 @@ static double seconds(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int32_t argmax(const float *logits, uint32_t n) {
-  uint32_t best = 0;
-  for (uint32_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best])
-      best = i;
-  return (int32_t)best;
+/* The command line: the prompt and the token count by position, the rest by name. */
+struct options {
+  const char *prompt;
+  long steps;
+  needle_sample_params sampling;
+  uint64_t seed;
+  double budget_ms; /* 0: none */
+};
+
+static struct options parse(int argc, char **argv, const char *default_prompt) {
+  struct options o = {default_prompt, 32, {0.0f, 0, 1.0f, 0.0f, 1.0f, NULL, 0}, 1, 0.0};
+  int positional = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+    if (flag[0] != '-' || flag[1] != '-') {
+      if (positional++ == 0)
+        o.prompt = flag;
+      else
+        o.steps = strtol(flag, NULL, 10);
+      continue;
+    }
+    if (!value) {
+      fprintf(stderr, "greedy_decode: %s needs a value\n", flag);
+      exit(2);
+    }
+    ++i;
+    if (!strcmp(flag, "--temperature"))
+      o.sampling.temperature = strtof(value, NULL);
+    else if (!strcmp(flag, "--top-k"))
+      o.sampling.top_k = (uint32_t)strtoul(value, NULL, 10);
+    else if (!strcmp(flag, "--top-p"))
+      o.sampling.top_p = strtof(value, NULL);
+    else if (!strcmp(flag, "--min-p"))
+      o.sampling.min_p = strtof(value, NULL);
+    else if (!strcmp(flag, "--repeat-penalty"))
+      o.sampling.repetition_penalty = strtof(value, NULL);
+    else if (!strcmp(flag, "--seed"))
+      o.seed = strtoull(value, NULL, 10);
+    else if (!strcmp(flag, "--budget-ms"))
+      o.budget_ms = strtod(value, NULL);
+    else {
+      fprintf(stderr, "greedy_decode: unknown option %s\n", flag);
+      exit(2);
+    }
+  }
+  return o;
+}
+
+/* Feeds tokens in runs of 64, stopping between runs once the budget is spent (the first run
+ * always goes): the tokens fed. */
+static size_t feed_within(model_session *s, const int32_t *tokens, size_t n, double budget_ms, int *status) {
+  const double start = seconds();
+  size_t fed = 0;
+  *status = NEEDLE_OK;
+  while (fed < n && *status == NEEDLE_OK && (fed == 0 || budget_ms <= 0 || 1e3 * (seconds() - start) < budget_ms)) {
+    const size_t run = n - fed < 64 ? n - fed : 64;
+    *status = model_feed(s, tokens + fed, run);
+    fed += *status == NEEDLE_OK ? run : 0;
+  }
+  return fed;
 }
 
 #ifdef model_HAS_TOKENIZER
@@ -78,16 +137,15 @@ static size_t prompt_tokens(const char *prompt, int32_t *tokens) {
 #endif
 
 int main(int argc, char **argv) {
-  const char *prompt = argc > 1 ? argv[1] : kDefaultPrompt;
-  const long steps = argc > 2 ? strtol(argv[2], NULL, 10) : 32;
+  struct options o = parse(argc, argv, kDefaultPrompt);
   const model_info_t *info = model_info();
   static int32_t tokens[kMaxPrompt], generated_tokens[4096];
-  const size_t n = prompt_tokens(prompt, tokens);
+  const size_t n = prompt_tokens(o.prompt, tokens);
   /* The caller owns the memory: one arena per session, sized and aligned by the model. */
   const size_t align = model_arena_align(), size = (model_arena_size() + align - 1) / align * align;
-  void *arena = aligned_alloc(align, size);
-  model_session *s = model_open(arena, size);
-  if (!s) {
+  void *arena = aligned_alloc(align, size), *scratch = malloc(model_sample_scratch_size());
+  model_session *s = arena ? model_open(arena, size) : NULL;
+  if (!s || !scratch) {
     fprintf(stderr, "greedy_decode: cannot open a session\n");
     return 1;
   }
@@ -95,16 +153,28 @@ int main(int argc, char **argv) {
          info->d_model, model_arena_size());
 
   double start = seconds();
-  int status = model_feed(s, tokens, n);
+  int status = NEEDLE_OK;
+  const size_t fed = feed_within(s, tokens, n, o.budget_ms, &status);
   const double prefill = seconds() - start;
   printf("prompt:");
   for (size_t i = 0; i < n; ++i)
     printf(" %d", tokens[i]);
+  if (fed < n)
+    printf("\n(the budget of %.0f ms ran out after %zu of the prompt's %zu tokens)", o.budget_ms, fed, n);
   start = seconds();
   long generated = 0;
-  for (; status == NEEDLE_OK && generated < steps && generated < 4096; ++generated) {
-    generated_tokens[generated] = argmax(model_logits(s), info->vocab_size);
-    status = model_feed(s, &generated_tokens[generated], 1);
+  needle_rng rng = {o.seed};
+  while (fed == n && status == NEEDLE_OK && generated < o.steps && generated < 4096) {
+    o.sampling.recent = generated_tokens; /* the penalty looks at what this run generated */
+    o.sampling.recent_count = (size_t)generated;
+    int32_t next = -1;
+    status = model_sample(s, &o.sampling, &rng, scratch, model_sample_scratch_size(), &next);
+    if (status != NEEDLE_OK)
+      break;
+    generated_tokens[generated++] = next;
+    if (next == info->eos_id)
+      break; /* printed, not fed: the model's end of sequence */
+    status = model_feed(s, &next, 1);
   }
   const double decode = seconds() - start;
   printf("\ngenerated:");
@@ -124,8 +194,9 @@ int main(int argc, char **argv) {
     fwrite(tail, 1, tail_len, stdout);
 #endif
   printf("\nconfidence: %.4f after %zu tokens\n", model_confidence(s), model_position(s));
-  printf("prefill: %zu tokens in %.1f ms (%.1f tokens/s); decode: %ld tokens in %.1f ms (%.1f tokens/s)\n", n,
-         1e3 * prefill, n / prefill, generated, 1e3 * decode, generated / decode);
+  printf("prefill: %zu tokens in %.1f ms (%.1f tokens/s); decode: %ld tokens in %.1f ms (%.1f tokens/s)\n", fed,
+         1e3 * prefill, fed / prefill, generated, 1e3 * decode, generated / decode);
+  free(scratch);
   free(arena);
   return status == NEEDLE_OK || status == NEEDLE_ERR_FULL ? 0 : 1;
 }
