@@ -77,7 +77,7 @@ for name, triple, qemu in [("aarch64", "aarch64-linux-gnu", "qemu-aarch64"),
 # wasm32: clang's wasm32-wasi driver finds Debian's wasi-libc and libc++ under /usr by itself
 # (adding -isystem /usr/include/wasm32-wasi would put the C headers before libc++'s and break
 # <cmath>).
-wasi_run = os.path.join(config.needle_source_dir, "test", "e2e", "run_wasi.mjs")
+wasi_run = os.path.join(config.needle_source_dir, "examples", "run_wasi.mjs")
 cross_target("wasm32", ["clang-19", "clang++-19", "wasm-ld-19", "node"],
              ["/usr/lib/wasm32-wasi/libc.a", "/usr/include/wasm32-wasi/c++/v1/cmath",
               "/usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a"], {
