@@ -162,9 +162,7 @@ inline int32_t draw(Candidate *c, size_t n, const SampleParams &p, SampleRng *rn
   return c[n - 1].id; // rounding left the target at the very end
 }
 
-inline size_t sample_scratch_size(const ModelFacts &m) {
-  return static_cast<size_t>(m.vocab_size) * sizeof(Candidate);
-}
+inline size_t sample_scratch_size(const ModelFacts &m) { return static_cast<size_t>(m.vocab_size) * sizeof(Candidate); }
 
 inline int session_sample(const ModelFacts &m, const void *arena, const SampleParams *params, SampleRng *rng,
                           void *scratch, size_t scratch_size, int32_t *token) {

@@ -180,15 +180,15 @@ TEST(Sample, Refusals) {
   SampleRng rng{1};
   SampleParams p = params(1.0f);
   std::vector<float> scratch(8);
-  EXPECT_EQ(session.sample(&p, &rng, nullptr), needle_rt::status_err_arg); // no token
-  EXPECT_EQ(session.sample(&p, nullptr, &token), needle_rt::status_err_arg); // no rng
-  EXPECT_EQ(session.sample(&p, &rng, nullptr, 0, &token), needle_rt::status_err_arg); // no scratch
+  EXPECT_EQ(session.sample(&p, &rng, nullptr), needle_rt::status_err_arg);                    // no token
+  EXPECT_EQ(session.sample(&p, nullptr, &token), needle_rt::status_err_arg);                  // no rng
+  EXPECT_EQ(session.sample(&p, &rng, nullptr, 0, &token), needle_rt::status_err_arg);         // no scratch
   EXPECT_EQ(session.sample(&p, &rng, scratch.data(), 31, &token), needle_rt::status_err_arg); // too small
   EXPECT_EQ(session.sample(&p, &rng, reinterpret_cast<char *>(scratch.data()) + 1, 31, &token),
             needle_rt::status_err_arg); // misaligned
   EXPECT_EQ(session.sample(&p, &rng, scratch.data(), 32, &token), needle_rt::status_ok);
-  for (float SampleParams::*field : {&SampleParams::temperature, &SampleParams::top_p, &SampleParams::min_p,
-                                     &SampleParams::repetition_penalty}) {
+  for (float SampleParams::*field :
+       {&SampleParams::temperature, &SampleParams::top_p, &SampleParams::min_p, &SampleParams::repetition_penalty}) {
     SampleParams bad = p;
     bad.*field = NAN;
     EXPECT_EQ(session.sample(&bad, &rng, &token), needle_rt::status_err_arg);
