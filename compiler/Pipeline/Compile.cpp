@@ -265,6 +265,8 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
     done("compile the tool-call automaton");
   }
   stats += pipelineStats(figures);
+  stats += fmt::format("session arena: {} bytes (max_seq_len {}, batch {})\n", program.facts.arenaSize,
+                       program.facts.maxSeqLen, program.facts.batch);
   return program;
 }
 
