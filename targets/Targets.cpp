@@ -49,6 +49,29 @@ RuntimeArch archOf(const llvm::Triple &triple, const std::string &name) {
   }
 }
 
+/// An Arm triple's default CPU: the architecture's own (cortex-m4 for thumbv7em, ...), unless
+/// the triple is eabihf and that CPU has no FPU (LLVM's for thumbv8m.main is "generic"): then the
+/// architecture's first CPU with one, as the hard-float ABI implies.
+std::string armDefaultCpu(const llvm::Triple &triple) {
+  const std::string cpu = llvm::ARM::getARMCPUForArch(triple).str();
+  const llvm::ARM::ArchKind arch = llvm::ARM::parseArch(triple.getArchName());
+  const bool hardFloat = triple.isHardFloatABI() || triple.getEnvironment() == llvm::Triple::EABIHF;
+  const llvm::ARM::FPUKind fpu = llvm::ARM::getDefaultFPU(cpu, arch);
+  const bool hasFpu = cpu != "generic" && fpu != llvm::ARM::FK_NONE && fpu != llvm::ARM::FK_INVALID;
+  if (!hardFloat || hasFpu)
+    return cpu;
+  switch (arch) {
+  case llvm::ARM::ArchKind::ARMV8MMainline:
+    return "cortex-m33";
+  case llvm::ARM::ArchKind::ARMV8_1MMainline:
+    return "cortex-m55";
+  case llvm::ARM::ArchKind::ARMV7EM:
+    return "cortex-m4";
+  default:
+    return cpu; // TargetChecks refuses it, naming the ABI and the missing FPU
+  }
+}
+
 /// The CPU and features an arbitrary triple of `arch` gets by default.
 std::pair<std::string, std::string> defaultsFor(const llvm::Triple &triple, RuntimeArch arch) {
   switch (arch) {
@@ -56,8 +79,8 @@ std::pair<std::string, std::string> defaultsFor(const llvm::Triple &triple, Runt
     return {"x86-64", ""};
   case RuntimeArch::AArch64:
     return {"generic", "+neon"};
-  case RuntimeArch::Arm: // the architecture's own default: cortex-m4 for thumbv7em, ...
-    return {llvm::ARM::getARMCPUForArch(triple).str(), ""};
+  case RuntimeArch::Arm:
+    return {armDefaultCpu(triple), ""};
   case RuntimeArch::RiscV64:
     return {"generic-rv64", "+m,+a,+f,+d,+c"};
   case RuntimeArch::Wasm32:
@@ -94,15 +117,32 @@ std::string hostFeatures() {
   return features;
 }
 
+/// An Arm CPU of another profile than the triple's (cortex-a53 on thumbv7em, cortex-m4 on armv7)
+/// is an error: LLVM would take it and emit code the target cannot run. CPUs LLVM does not know
+/// are left to its own check.
+void checkArmProfile(const llvm::Triple &triple, const std::string &name, const std::string &mcpu) {
+  const llvm::ARM::ArchKind cpuArch = llvm::ARM::parseCPUArch(mcpu);
+  const llvm::ARM::ArchKind targetArch = llvm::ARM::parseArch(triple.getArchName());
+  if (cpuArch == llvm::ARM::ArchKind::INVALID || targetArch == llvm::ARM::ArchKind::INVALID)
+    return;
+  const llvm::StringRef cpuArchName = llvm::ARM::getArchName(cpuArch);
+  const llvm::StringRef targetArchName = llvm::ARM::getArchName(targetArch);
+  if (llvm::ARM::parseArchProfile(cpuArchName) == llvm::ARM::parseArchProfile(targetArchName))
+    return;
+  const std::string suggestion = armDefaultCpu(triple);
+  fail("--mcpu {}: an {} CPU, not one of --target {}'s profile ({}); choose a CPU of that profile{}", mcpu,
+       cpuArchName.str(), name, targetArchName.str(), suggestion == "generic" ? "" : ", such as " + suggestion);
+}
+
 } // namespace
 
 void checkTargetName(const std::string &name) {
   for (const char *known : {"host", "x86_64", "aarch64", "armv7", "riscv64", "wasm32"})
     if (name == known)
       return;
-  if (std::count(name.begin(), name.end(), '-') < 2)
+  if (std::count(name.begin(), name.end(), '-') < 1)
     fail("--target: \"{}\" is not host, x86_64, aarch64, armv7, riscv64, wasm32 or an LLVM triple "
-         "(arch-vendor-os[-env])",
+         "(arch-vendor-os[-env], or arch-os as in wasm32-wasip1)",
          name);
 }
 
@@ -131,6 +171,8 @@ TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const
   if (cpu.empty()) // a triple: its architecture's defaults
     std::tie(cpu, features) = defaultsFor(triple, spec.arch);
   spec.cpu = mcpu.empty() ? cpu : mcpu;
+  if (spec.arch == RuntimeArch::Arm && !mcpu.empty())
+    checkArmProfile(triple, name, mcpu);
   spec.features = joinFeatures(features, mattr);
   if (spec.arch == RuntimeArch::RiscV64)
     spec.abi = triple.isOSLinux() || lastSays(spec.features, "d") ? "lp64d" : "lp64"; // Linux's ABI is lp64d
