@@ -134,6 +134,34 @@ void checkArmProfile(const llvm::Triple &triple, const std::string &name, const 
        cpuArchName.str(), name, targetArchName.str(), suggestion == "generic" ? "" : ", such as " + suggestion);
 }
 
+/// An Apple triple without an OS version gets the oldest one Xcode 15 deploys to (arm64 macOS:
+/// its first, 11.0), so the object carries a build-version load command and Apple's linker does
+/// not warn about an object without one. A versioned triple keeps its own.
+std::string withAppleMinimum(const llvm::Triple &triple) {
+  if (!triple.isOSDarwin() || triple.getOSVersion() != llvm::VersionTuple())
+    return triple.str();
+  std::string os;
+  switch (triple.getOS()) {
+  case llvm::Triple::IOS:
+    os = "ios12.0";
+    break;
+  case llvm::Triple::TvOS:
+    os = "tvos12.0";
+    break;
+  case llvm::Triple::WatchOS:
+    os = "watchos4.0";
+    break;
+  case llvm::Triple::XROS:
+    os = "xros1.0";
+    break;
+  default: // macOS, under any of its names
+    os = triple.getArch() == llvm::Triple::aarch64 ? "macos11.0" : "macos10.13";
+  }
+  llvm::Triple versioned = triple;
+  versioned.setOSName(os);
+  return versioned.str();
+}
+
 } // namespace
 
 void checkTargetName(const std::string &name) {
@@ -163,7 +191,7 @@ TargetSpec resolveTarget(const std::string &name, const std::string &mcpu, const
       }
     if (spec.triple.empty()) {
       checkTargetName(name);
-      spec.triple = llvm::Triple::normalize(name);
+      spec.triple = withAppleMinimum(llvm::Triple(llvm::Triple::normalize(name)));
     }
   }
   const llvm::Triple triple(spec.triple);
