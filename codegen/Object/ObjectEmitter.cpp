@@ -112,6 +112,12 @@ std::unique_ptr<llvm::Module> loadRuntime(llvm::LLVMContext &context, const Targ
   runtime->setDataLayout(machine.createDataLayout());
   if (!target.abi.empty())
     runtime->setModuleFlag(llvm::Module::Error, "target-abi", llvm::MDString::get(context, target.abi));
+  // Bare-metal Arm (arm-none-eabi) takes the smallest type that holds an enum, GCC's default
+  // there. The object's interface has no enum type, so this only declares it in the build
+  // attributes, and arm-none-eabi-ld does not warn against newlib's objects.
+  if (target.arch == RuntimeArch::Arm && llvm::Triple(target.triple).getOS() == llvm::Triple::UnknownOS)
+    runtime->setModuleFlag(llvm::Module::Error, "min_enum_size",
+                           llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), 1));
   if (llvm::NamedMDNode *ident = runtime->getNamedMetadata("llvm.ident"))
     runtime->eraseNamedMetadata(ident);
   return runtime;
