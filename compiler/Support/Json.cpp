@@ -285,10 +285,38 @@ private:
         if (pos_ >= text_.size())
           error("unterminated string");
         parseEscape(out);
+      } else if (static_cast<unsigned char>(c) >= 0x80) {
+        --pos_;
+        const size_t length = utf8Length(text_.substr(pos_));
+        if (!length)
+          error("invalid UTF-8 in a string (JSON text is UTF-8, RFC 8259)");
+        out += text_.substr(pos_, length);
+        pos_ += length;
       } else {
         out += c;
       }
     }
+  }
+
+  /// The length of the well-formed UTF-8 sequence `bytes` starts with (RFC 3629: no overlong
+  /// forms, no surrogates, nothing past U+10FFFF), or 0.
+  static size_t utf8Length(std::string_view bytes) {
+    auto byte = [&](size_t i) { return i < bytes.size() ? static_cast<unsigned char>(bytes[i]) : 0u; };
+    const unsigned lead = byte(0);
+    // The second byte's range depends on the lead (Unicode's table 3-7); the rest are 80..BF.
+    unsigned length = 0, low = 0x80, high = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF)
+      length = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+      length = 3, low = lead == 0xE0 ? 0xA0 : 0x80, high = lead == 0xED ? 0x9F : 0xBF;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+      length = 4, low = lead == 0xF0 ? 0x90 : 0x80, high = lead == 0xF4 ? 0x8F : 0xBF;
+    if (!length || byte(1) < low || byte(1) > high)
+      return 0;
+    for (unsigned i = 2; i < length; ++i)
+      if (byte(i) < 0x80 || byte(i) > 0xBF)
+        return 0;
+    return length;
   }
 
   void parseNumber(Value &value) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cmath>
 #include <filesystem>
 #include <unistd.h>
@@ -48,6 +50,18 @@ TEST(Json, RejectsMalformedInputWithPosition) {
   EXPECT_NE(parseError("1e999").find("out of range"), std::string::npos);
   EXPECT_NE(parseError("[tru]").find("invalid literal"), std::string::npos);
   EXPECT_NE(parseError(std::string(100, '[')).find("too deep"), std::string::npos);
+}
+
+TEST(Json, StringsMustBeUtf8) {
+  // Well-formed: two, three and four bytes, at the edges of Unicode's table 3-7.
+  for (const char *ok : {"\"\xC2\x80\"", "\"\xE0\xA0\x80\"", "\"\xED\x9F\xBF\"", "\"\xEF\xBF\xBF\"",
+                         "\"\xF0\x90\x80\x80\"", "\"\xF4\x8F\xBF\xBF\""})
+    EXPECT_EQ(json::parse(ok, "src").string, std::string(ok + 1, std::strlen(ok) - 2));
+  // A stray continuation byte, an overlong form, a surrogate, past U+10FFFF, a cut sequence, a
+  // lead byte that can never start one: each named at its column.
+  for (const char *bad : {"[\"a\x80\"]", "[\"a\xC0\xAF\"]", "[\"a\xED\xA0\x80\"]", "[\"a\xF4\x90\x80\x80\"]",
+                          "[\"a\xE2\x82\"]", "[\"a\xFF\"]"})
+    EXPECT_NE(parseError(bad).find("line 1, column 4: invalid UTF-8 in a string"), std::string::npos) << bad;
 }
 
 TEST(Json, SerializeRoundTrips) {
