@@ -84,20 +84,11 @@ private:
   std::string_view source_;
 };
 
-/// A Replace pattern: {"String": s} (a {"Regex": ...} pattern is not supported there).
-/// `node`'s string, which text is matched against or made of: valid UTF-8 (the JSON reader
-/// takes raw bytes), so a match always ends between characters.
-std::string text(const Node &node) {
-  std::string s = node.string();
-  const std::vector<char32_t> points = decodeUtf8(s);
-  if (std::any_of(points.begin(), points.end(), [](char32_t c) { return c >= kInvalidByte; }))
-    node.fail("is not valid UTF-8");
-  return s;
-}
-
+/// A Replace pattern: {"String": s} (a {"Regex": ...} pattern is not supported there). Its text,
+/// like every string the JSON reader gives, is valid UTF-8, so a match ends between characters.
 std::string literalPattern(const Node &pattern) {
   pattern.onlyMembers({"String"});
-  std::string literal = text(pattern.member("String"));
+  std::string literal = pattern.member("String").string();
   if (literal.empty()) // it would match everywhere: "replace every empty string" has no sensible reading
     pattern.member("String").fail("an empty pattern is not supported");
   return literal;
@@ -126,11 +117,11 @@ void readNormalizer(const Node &node, TokenizerSpec &spec) {
       spec.normalizer.push_back({type == "NFC" ? NormalizerStep::Kind::Nfc : NormalizerStep::Kind::Nfkc, "", ""});
     } else if (type == "Prepend") {
       step.onlyMembers({"type", "prepend"});
-      spec.normalizer.push_back({NormalizerStep::Kind::Prepend, text(step.member("prepend")), ""});
+      spec.normalizer.push_back({NormalizerStep::Kind::Prepend, step.member("prepend").string(), ""});
     } else if (type == "Replace") {
       step.onlyMembers({"type", "pattern", "content"});
       spec.normalizer.push_back(
-          {NormalizerStep::Kind::Replace, literalPattern(step.member("pattern")), text(step.member("content"))});
+          {NormalizerStep::Kind::Replace, literalPattern(step.member("pattern")), step.member("content").string()});
     } else {
       step.member("type").fail("normalizer \"{}\" is not supported (NFC, NFKC, Prepend, Replace, Sequence)", type);
     }
@@ -147,7 +138,7 @@ std::pair<std::string, std::string> readMetaspace(const Node &step) {
   if (prependScheme != "always" && prependScheme != "first" && prependScheme != "never")
     scheme.fail("\"{}\" is not always, first or never", prependScheme);
   const Node replacement = step.member("replacement");
-  if (decodeUtf8(text(replacement)).size() != 1)
+  if (decodeUtf8(replacement.string()).size() != 1)
     replacement.fail("\"{}\" is not one character", replacement.string());
   return {replacement.string(), std::move(prependScheme)};
 }
@@ -356,7 +347,7 @@ void readAddedTokens(const Node &node, TokenizerSpec &spec) {
     token.onlyMembers({"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
     AddedToken added;
     added.id = static_cast<int32_t>(token.member("id").integer(0, kMaxTokenIds - 1));
-    added.content = text(token.member("content"));
+    added.content = token.member("content").string();
     if (added.content.empty())
       token.member("content").fail("an added token is not empty");
     if (!ids.insert(added.id).second)

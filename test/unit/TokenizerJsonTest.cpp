@@ -178,9 +178,9 @@ TEST(TokenizerJson, BadAddedTokensAreErrors) {
             "tok.json: added_tokens[0].content: \"z\" has id 0, which the vocabulary gives \"a\"");
   EXPECT_EQ(errorOf(added(R"([{"id": 9, "content": "x"}, {"id": 9, "content": "y"}])")),
             "tok.json: added_tokens[1].id: id 9 is added twice");
-  // The JSON reader takes raw bytes; text that is matched must be whole characters.
-  EXPECT_EQ(errorOf(added("[{\"id\": 9, \"content\": \"\xE2\x80\"}]")),
-            "tok.json: added_tokens[0].content: is not valid UTF-8");
+  // Text that is matched must be whole characters: the JSON reader takes only UTF-8.
+  EXPECT_NE(errorOf(added("[{\"id\": 9, \"content\": \"\xE2\x80\"}]")).find("invalid UTF-8 in a string"),
+            std::string::npos);
   std::string many = "[";
   for (size_t i = 0; i <= kMaxAddedTokens; ++i)
     many += (i ? ",{\"id\":" : "{\"id\":") + std::to_string(100 + i) + ",\"content\":\"t" + std::to_string(i) + "\"}";
