@@ -134,31 +134,30 @@ void checkArmProfile(const llvm::Triple &triple, const std::string &name, const 
        cpuArchName.str(), name, targetArchName.str(), suggestion == "generic" ? "" : ", such as " + suggestion);
 }
 
-/// An Apple triple without an OS version gets the oldest one Xcode 15 deploys to (arm64 macOS:
-/// its first, 11.0), so the object carries a build-version load command and Apple's linker does
-/// not warn about an object without one. A versioned triple keeps its own.
+/// The oldest OS version Xcode 15 deploys to, as a triple's OS part (arm64 macOS: its first, 11.0).
+const char *appleMinimumOs(const llvm::Triple &triple) {
+  switch (triple.getOS()) {
+  case llvm::Triple::IOS:
+    return "ios12.0";
+  case llvm::Triple::TvOS:
+    return "tvos12.0";
+  case llvm::Triple::WatchOS:
+    return "watchos4.0";
+  case llvm::Triple::XROS:
+    return "xros1.0";
+  default: // macOS, under any of its names
+    return triple.getArch() == llvm::Triple::aarch64 ? "macos11.0" : "macos10.13";
+  }
+}
+
+/// An Apple triple without an OS version gets appleMinimumOs(), so the object carries a
+/// build-version load command and Apple's linker does not warn about an object without one. A
+/// versioned triple keeps its own.
 std::string withAppleMinimum(const llvm::Triple &triple) {
   if (!triple.isOSDarwin() || triple.getOSVersion() != llvm::VersionTuple())
     return triple.str();
-  std::string os;
-  switch (triple.getOS()) {
-  case llvm::Triple::IOS:
-    os = "ios12.0";
-    break;
-  case llvm::Triple::TvOS:
-    os = "tvos12.0";
-    break;
-  case llvm::Triple::WatchOS:
-    os = "watchos4.0";
-    break;
-  case llvm::Triple::XROS:
-    os = "xros1.0";
-    break;
-  default: // macOS, under any of its names
-    os = triple.getArch() == llvm::Triple::aarch64 ? "macos11.0" : "macos10.13";
-  }
   llvm::Triple versioned = triple;
-  versioned.setOSName(os);
+  versioned.setOSName(appleMinimumOs(triple));
   return versioned.str();
 }
 
