@@ -31,6 +31,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/GlobalDCE.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 
 #include <chrono>
@@ -284,7 +285,10 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+  llvm::ModulePassManager pipeline;
+  pipeline.addPass(llvm::GlobalDCEPass());
+  pipeline.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  pipeline.run(module, modules);
 }
 
 std::string codegen(llvm::Module &module, llvm::TargetMachine &machine, ObjectOutput output) {
