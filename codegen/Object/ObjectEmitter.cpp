@@ -25,6 +25,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -69,6 +70,20 @@ private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+/// MSVC's convention puts each floating-point and vector constant in a select-any COMDAT named
+/// after its value (`__real@3f800000`, `__xmm@...`), a global symbol, so a model object would
+/// export a hundred of them beside its functions. LLVM follows that convention whenever the
+/// target's MCAsmInfo says hasCOFFComdatConstants, with no option to turn it off; this clears the
+/// flag (through a member pointer, the legal way to reach a protected member), so the constants go
+/// to .rdata under local labels, as on MinGW, ELF and Mach-O. Linking is unaffected: MSVC's own
+/// objects still carry theirs, and ours no longer meet them.
+void keepConstantsLocal(llvm::TargetMachine &machine) {
+  struct Access : llvm::MCAsmInfo {
+    static auto comdatConstants() { return &Access::HasCOFFComdatConstants; }
+  };
+  const_cast<llvm::MCAsmInfo &>(*machine.getMCAsmInfo()).*Access::comdatConstants() = false;
+}
+
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &target) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
@@ -95,6 +110,7 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const TargetSpec &targe
   if (!machine)
     fail("--target {}: LLVM cannot create a target machine for {} (cpu \"{}\", features \"{}\")", target.name,
          target.triple, target.cpu, target.features);
+  keepConstantsLocal(*machine);
   return machine;
 }
 
