@@ -18,6 +18,6 @@ BUILD_DIR=build-sanitize scripts/build.sh -DNEEDLE_SANITIZE=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allow_user_poisoning=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-sanitize && ctest --output-on-failure -j2)
 
-# Coverage-guided fuzzing of every input reader and of the emitted runtime, 30 s per target
+# Coverage-guided fuzzing of every input reader and of the emitted runtime, 15 s per target
 # (docs/reliability.md).
-scripts/fuzz.sh 30
+scripts/fuzz.sh 15
