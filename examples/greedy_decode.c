@@ -1,11 +1,11 @@
 /* Decoding through the C interface of a compiled Needle model: feed a prompt, then repeatedly
  * feed the next token NAME_sample picks (greedy unless a sampling option is given), stopping at
- * the model's end-of-sequence token. Prints the tokens, the confidence, and the prefill and decode
- * speeds; with a model compiled with a tokenizer, the prompt is text (encoded by the model's
- * NAME_encode) and the generated tokens are printed as text too (its streaming decoder). The
- * prompt is fed in runs of 64 tokens, so --budget-ms can cut a long one short between runs
- * (docs/c-interface.md, "Stopping, and cutting a long feed short"). Plain C11; the model is
- * whatever needle_add_model() compiled.
+ * any of the model's stop tokens (NAME_info's stop_ids). Prints the tokens, the confidence, and
+ * the prefill and decode speeds; with a model compiled with a tokenizer, the prompt is text
+ * (encoded by the model's NAME_encode) and the generated tokens are printed as text too (its
+ * streaming decoder). The prompt is fed in runs of 64 tokens, so --budget-ms can cut a long one
+ * short between runs (docs/c-interface.md, "Stopping, and cutting a long feed short"). Plain
+ * C11; the model is whatever needle_add_model() compiled.
  *
  *   greedy_decode [PROMPT [TOKENS]] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
  *                 [--repeat-penalty R] [--seed S] [--budget-ms MS]
@@ -26,6 +26,14 @@ static double seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Whether `token` is one of the tokens the model was built to stop at (needlec --stop). */
+static int is_stop(const model_info_t *info, int32_t token) {
+  for (uint32_t i = 0; i < info->stop_count; ++i)
+    if (info->stop_ids[i] == token)
+      return 1;
+  return 0;
 }
 
 /* The command line: the prompt and the token count by position, the rest by name. */
@@ -172,8 +180,8 @@ int main(int argc, char **argv) {
     if (status != NEEDLE_OK)
       break;
     generated_tokens[generated++] = next;
-    if (next == info->eos_id)
-      break; /* printed, not fed: the model's end of sequence */
+    if (is_stop(info, next))
+      break; /* printed, not fed: one of the tokens the model was built to stop at */
     status = model_feed(s, &next, 1);
   }
   const double decode = seconds() - start;
@@ -193,6 +201,8 @@ int main(int argc, char **argv) {
   if (model_decode_flush(&decoder, tail, sizeof tail, &tail_len) == NEEDLE_OK) /* U+FFFD for a cut character */
     fwrite(tail, 1, tail_len, stdout);
 #endif
+  if (generated > 0 && is_stop(info, generated_tokens[generated - 1]))
+    printf("\nstopped at token %d, a stop token", generated_tokens[generated - 1]);
   printf("\nconfidence: %.4f after %zu tokens\n", model_confidence(s), model_position(s));
   printf("prefill: %zu tokens in %.1f ms (%.1f tokens/s); decode: %ld tokens in %.1f ms (%.1f tokens/s)\n", fed,
          1e3 * prefill, fed / prefill, generated, 1e3 * decode, generated / decode);

@@ -15,6 +15,8 @@ struct ModelInfo {
   uint32_t vocab_size, d_model, num_layers, max_seq_len, embedding_dim;
   const int32_t *source_blocks;
   int32_t bos_id, eos_id;
+  uint32_t stop_count;
+  const int32_t *stop_ids;
 };
 } // namespace
 

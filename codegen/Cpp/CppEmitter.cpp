@@ -260,6 +260,8 @@ typedef struct {{
   uint32_t vocab_size, d_model, num_layers, max_seq_len, embedding_dim;
   const int32_t *source_blocks; /* [num_layers] original block ids */
   int32_t bos_id, eos_id;       /* the tokenizer's, or -1 */
+  uint32_t stop_count;          /* the ids that end a generation */
+  const int32_t *stop_ids;      /* [stop_count]; NULL when stop_count is 0 */
 }} {2}_info_t;
 
 #ifndef NEEDLE_STATUS_CODES
@@ -314,12 +316,13 @@ int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_
 
 std::string Printer::interface() const {
   const ModelFacts &f = program_.facts;
-  return fmt::format(R"(
+  return fmt::format(
+      R"(
 namespace {{
 
 constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}, {15}u}};
 const int32_t kSourceBlocks[] = {{{9}}};
-// A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
+{16}// A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
 static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1} bytes, more than this target "
               "addresses; lower max_seq_len with needlec --max-seq");
 
@@ -328,7 +331,7 @@ static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1
 extern "C" {{
 
 const {0}_info_t *{0}_info(void) {{
-  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}}};
+  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}, {17}u, {18}}};
   return &info;
 }}
 
@@ -373,10 +376,13 @@ int {0}_sample(const {0}_session *s, const needle_sample_params *params, needle_
 
 }} // extern "C"
 )",
-                     name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
-                     floatLiteral(f.confidenceBias),
-                     list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer), f.dModel,
-                     f.numLayers, f.batch, f.bosId, f.eosId, f.fingerprint);
+      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
+      floatLiteral(f.confidenceBias), list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer),
+      f.dModel, f.numLayers, f.batch, f.bosId, f.eosId, f.fingerprint,
+      f.stopIds.empty() ? ""
+                        : fmt::format("const int32_t kStopIds[] = {{{}}};\n",
+                                      list(std::vector<int64_t>(f.stopIds.begin(), f.stopIds.end()), integer)),
+      f.stopIds.size(), f.stopIds.empty() ? "nullptr" : "kStopIds");
 }
 
 std::string Printer::textInterface() const {

@@ -82,6 +82,7 @@ struct ModelFacts {
   int64_t dModel = 0, numLayers = 0;
   std::vector<int32_t> sourceBlocks;
   int32_t bosId = -1, eosId = -1; // the tokenizer's, or -1
+  std::vector<int32_t> stopIds;   // the tokens that end a generation (needlec --stop)
   uint64_t fingerprint = 0;       // modelFingerprint(), set by the emitter once the build is known
 };
 

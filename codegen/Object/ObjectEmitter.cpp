@@ -190,12 +190,20 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
   auto *sourceBlocks = new llvm::GlobalVariable(
       module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()), true,
       llvm::GlobalValue::InternalLinkage, constantArray(context, sources), "needle_source_blocks");
+  llvm::Constant *stopIds = llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+  if (!f.stopIds.empty()) {
+    std::vector<uint32_t> stops(f.stopIds.begin(), f.stopIds.end());
+    stopIds =
+        new llvm::GlobalVariable(module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), stops.size()), true,
+                                 llvm::GlobalValue::InternalLinkage, constantArray(context, stops), "needle_stop_ids");
+  }
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
-  if (!infoType || infoType->getNumElements() != 8)
-    fail("internal: the runtime's ModelInfo is not the eight fields of NAME_info_t");
+  if (!infoType || infoType->getNumElements() != 10)
+    fail("internal: the runtime's ModelInfo is not the ten fields of NAME_info_t");
   define("needle_info",
          llvm::ConstantStruct::get(infoType, {i32(f.vocabSize), i32(f.dModel), i32(f.numLayers), i32(f.maxSeqLen),
-                                              i32(f.embeddingDim), sourceBlocks, i32(f.bosId), i32(f.eosId)}),
+                                              i32(f.embeddingDim), sourceBlocks, i32(f.bosId), i32(f.eosId),
+                                              i32(int64_t(f.stopIds.size())), stopIds}),
          8);
 }
 

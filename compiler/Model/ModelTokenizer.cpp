@@ -6,6 +6,8 @@
 #include "Tokenizer/TokenizerJson.h"
 #include "Tokenizer/Train.h"
 
+#include <algorithm>
+
 namespace needle {
 
 void setTokenizer(Model &model, std::string text, const std::string &source) {
@@ -74,6 +76,44 @@ CompiledTokenizer compileTokenizer(const Model &model) {
       compiled.callTokens[size_t(added.id)].reset();
   }
   return compiled;
+}
+
+namespace {
+
+/// The id one --stop entry names: an added token's by its content, else a decimal id.
+int32_t stopToken(const std::string &entry, const CompiledTokenizer &tokenizer, int64_t vocabSize) {
+  if (auto added = tokenizer.addedIds.find(entry); added != tokenizer.addedIds.end())
+    return added->second;
+  if (entry.empty() || entry.size() > 10 ||
+      !std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    fail("--stop: \"{}\" is neither an added token of the model's tokenizer nor a token id", entry);
+  const int64_t id = std::stoll(entry);
+  if (id >= vocabSize)
+    fail("--stop: token id {} is not below the model's vocab_size {}", id, vocabSize);
+  return int32_t(id);
+}
+
+} // namespace
+
+std::vector<int32_t> stopTokens(const std::string &list, const CompiledTokenizer &tokenizer, int64_t vocabSize) {
+  if (list.empty())
+    return tokenizer.eos >= 0 ? std::vector<int32_t>{tokenizer.eos} : std::vector<int32_t>{};
+  if (list == "none")
+    return {};
+  std::vector<int32_t> ids;
+  for (size_t start = 0;;) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string entry = list.substr(start, comma - start);
+    if (entry.empty())
+      fail("--stop: an empty entry in \"{}\"; give added tokens or ids separated by commas", list);
+    const int32_t id = stopToken(entry, tokenizer, vocabSize);
+    if (std::find(ids.begin(), ids.end(), id) != ids.end())
+      fail("--stop: \"{}\" names token {} a second time", entry, id);
+    ids.push_back(id);
+    if (comma == list.size())
+      return ids;
+    start = comma + 1;
+  }
 }
 
 } // namespace needle

@@ -59,4 +59,10 @@ struct CompiledTokenizer {
 /// naming the tokenizer's file and the part.
 CompiledTokenizer compileTokenizer(const Model &model);
 
+/// The ids needlec --stop LIST names (docs/command-line.md): comma-separated entries, each an
+/// added token of `tokenizer` by its content or else a decimal id below `vocabSize`, in the order
+/// given; "none" for no ids; an empty list for the default, the tokenizer's EOS (none when it has
+/// none). An empty entry, an entry named twice and an unknown token are errors naming --stop.
+std::vector<int32_t> stopTokens(const std::string &list, const CompiledTokenizer &tokenizer, int64_t vocabSize);
+
 } // namespace needle

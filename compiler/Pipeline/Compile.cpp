@@ -240,6 +240,11 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   bool transformed = false;
   Model model = loadModel(options, options.prepare, transformed);
   done("load and prepare the model");
+  // The tokenizer and the stop ids first: their errors need no compiled model.
+  CompiledTokenizer tokenizer = compileTokenizer(model);
+  std::vector<int32_t> stopIds = stopTokens(options.stop, tokenizer, model.config.vocabSize);
+  if (!tokenizer.image.empty())
+    done("compile the tokenizer");
   reference::checkProbeFinite(model, model.config.numLayers, options.input.string());
   done("probe the model for overflow");
   mlir::MLIRContext context;
@@ -249,14 +254,12 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   done("import and pass pipeline");
   KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);
   done("lower to kernel calls");
-  CompiledTokenizer tokenizer = compileTokenizer(model);
   program.tokenizer = tokenizer.image;
   program.facts.bosId = tokenizer.bos;
   program.facts.eosId = tokenizer.eos;
-  if (!program.tokenizer.empty()) {
-    done("compile the tokenizer");
+  program.facts.stopIds = std::move(stopIds);
+  if (!program.tokenizer.empty())
     stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
-  }
   if (!options.tools.empty()) {
     calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, program.facts.maxSeqLen, stats);
     program.calls = std::move(compiled.image);

@@ -39,6 +39,7 @@ struct CompileOptions {
   Activations activations = Activations::Float;
   int64_t batch = 16;
   bool passes = true;           // --emit mlir: false prints the IR straight after import
+  std::string stop;             // --stop: the tokens that end a generation (empty: the EOS, if any; none)
   std::filesystem::path tools;  // --tools: the tools.json whose calls the model writes (empty: none)
   std::string callEnd;          // --call-end: the added token that ends a call (empty: the EOS, if any; none)
   std::filesystem::path prompt; // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)

@@ -128,6 +128,8 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   // The IR does not carry a tokenizer: one asked for by name must not be dropped without a word.
   if (cl.value("tokenizer").value_or("none") != "none" && emit == EmitKind::Mlir)
     fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
+  if (cl.has("stop") && !object && emit != EmitKind::Cpp)
+    fail("--stop: only meaningful with --emit obj, cpp, llvm or asm, which build NAME_info's stop ids");
   for (const char *flag : {"tools", "call-end", "prompt", "max-query"})
     if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj or cpp, which compile the calls in", flag);
@@ -209,6 +211,9 @@ int run(int argc, char **argv) {
        {"tokenizer", "FILE",
         "the model's tokenizer.json (default: the one it carries, or tokenizer.json beside config.json); "
         "none: no tokenizer"},
+       {"stop", "LIST",
+        "the tokens that end a generation (NAME_info's stop_ids): added tokens by their text or ids, "
+        "comma-separated (default: the tokenizer's EOS; none: no stop tokens)"},
        {"tools", "FILE",
         "a tools.json: compile the automaton of valid calls of these tools into the model "
         "(docs/tool-calls.md)"},
@@ -265,6 +270,7 @@ int run(int argc, char **argv) {
     options.prepare.codebook = cq::parseCodebookKind(*codebook);
   if (auto tools = cl.value("tools"))
     options.tools = *tools;
+  options.stop = cl.value("stop").value_or("");
   options.callEnd = cl.value("call-end").value_or("");
   if (auto prompt = cl.value("prompt"))
     options.prompt = *prompt;
