@@ -40,9 +40,7 @@
 #define NEEDLE_PAD_TOKEN 0
 #endif
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 
 typedef CAT(NEEDLE_NAME, _session) session;
 typedef CAT(NEEDLE_NAME, _info_t) info_t;

@@ -16,9 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 #define MAX_QUERY CAT(NEEDLE_NAME, _MAX_QUERY)
 #define CAP 65536
 

@@ -18,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 #define WORDS CAT(NEEDLE_NAME, _CALL_MASK_WORDS)
 #define MAX_TOKENS 4096
 

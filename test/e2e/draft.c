@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
+#include "model_name.h"
 #define D(x) CAT(DRAFT, x)
 #define T(x) CAT(TARGET, x)
 #define MASK_WORDS CAT(TARGET, _CALL_MASK_WORDS)

@@ -8,9 +8,7 @@
 
 #include <stdio.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 
 int main(void) {
   const CAT(NEEDLE_NAME, _info_t) *info = FN(_info)();

@@ -12,9 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 
 static int fail(const char *what) {
   fprintf(stderr, "run_model: %s\n", what);

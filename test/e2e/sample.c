@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define N(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 #define MAX_TOKENS 1024
 
 static int fail(const char *what, int status) {
@@ -35,18 +33,18 @@ int main(int argc, char **argv) {
   const size_t count = strtoul(argv[2], NULL, 10);
   if (n + count > MAX_TOKENS)
     return fail("too many tokens", 0);
-  const size_t align = N(_arena_align)(), size = (N(_arena_size)() + align - 1) / align * align;
+  const size_t align = FN(_arena_align)(), size = (FN(_arena_size)() + align - 1) / align * align;
   void *arena = aligned_alloc(align, size);
-  float *scratch = malloc(N(_sample_scratch_size)());
-  N(_session) *s = arena ? N(_open)(arena, size) : NULL;
+  float *scratch = malloc(FN(_sample_scratch_size)());
+  FN(_session) *s = arena ? FN(_open)(arena, size) : NULL;
   if (!s || !scratch)
     return fail("no session", 0);
-  int status = N(_feed)(s, tokens, n);
+  int status = FN(_feed)(s, tokens, n);
   if (status != NEEDLE_OK)
     return fail("feed", status);
 
   int32_t token = -1;
-  if ((status = N(_sample)(s, NULL, NULL, NULL, 0, &token)) != NEEDLE_OK)
+  if ((status = FN(_sample)(s, NULL, NULL, NULL, 0, &token)) != NEEDLE_OK)
     return fail("greedy", status);
   printf("greedy %d\n", (int)token);
 
@@ -54,11 +52,11 @@ int main(int argc, char **argv) {
   printf("sampled");
   for (size_t i = 0; i < count; ++i) {
     const needle_sample_params params = {0.9f, 40, 0.95f, 0.02f, 1.3f, tokens, n};
-    if ((status = N(_sample)(s, &params, &rng, scratch, N(_sample_scratch_size)(), &token)) != NEEDLE_OK)
+    if ((status = FN(_sample)(s, &params, &rng, scratch, FN(_sample_scratch_size)(), &token)) != NEEDLE_OK)
       return fail("sample", status);
     tokens[n++] = token;
     printf(" %d", (int)token);
-    if ((status = N(_feed)(s, &token, 1)) != NEEDLE_OK)
+    if ((status = FN(_feed)(s, &token, 1)) != NEEDLE_OK)
       return fail("feed", status);
   }
   printf("\n");

@@ -25,9 +25,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "model_name.h"
 #define DECODER CAT(NEEDLE_NAME, _decoder)
 #define STACK_BYTES CAT(NEEDLE_NAME, _ENCODE_STACK_BYTES)
 

@@ -10,9 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
+#include "../model_name.h"
 #define STR2(x) #x
 #define STR(x) STR2(x)
 
