@@ -43,7 +43,8 @@ int main(int argc, char **argv) {
   if (status == NEEDLE_NO_CALL)
     printf("no call\n");
   else if (status == NEEDLE_OK)
-    printf("call: %.*s\n", (int)length, call);
+    printf("call: %.*s\ntoken probability: %.3f (the least of the call's tokens, under the tools' mask)\n", (int)length,
+           call, agent_call_probability(s));
   else
     printf("error: status %d\n", status);
   printf("text to call: %.1f ms, %zu tokens in the session (%.0f tokens/s)\n", 1e3 * elapsed, agent_position(s),

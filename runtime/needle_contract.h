@@ -180,8 +180,9 @@ enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_
 
 /// The session's header, at the start of its arena (the planner reserves 64 bytes for it).
 struct SessionHeader {
-  int64_t position; // tokens held
-  uint64_t tag;     // session_tag() while open: tells a session from a never-opened arena
+  int64_t position;       // tokens held
+  uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
+  float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
 };
 
 } // namespace needle_rt

@@ -88,6 +88,7 @@ int needle_abi_call(void *s, const char *text, size_t length, float threshold, c
   return needle_rt::session_call(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_calls, s,
                                  text, length, threshold, out, cap, out_length, confidence);
 }
+float needle_abi_call_probability(const void *s) { return needle_rt::session_call_probability(needle_facts, s); }
 void needle_abi_call_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
 }

@@ -231,6 +231,7 @@ enum {{ NEEDLE_NO_CALL = 1 }}; /* NAME_call: the confidence is under the thresho
 
 int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
              float *confidence);
+float {0}_call_probability(const {0}_session *s);
 void {0}_call_begin({0}_call_state *state);
 int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
 int {0}_call_advance({0}_call_state *state, int32_t token);
@@ -444,6 +445,8 @@ int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char
   return needle_rt::session_call(kFacts, step, confidence_head, kTokenizer, kCalls, s, text, len, threshold, out, cap,
                                  out_len, confidence);
 }}
+
+float {0}_call_probability(const {0}_session *s) {{ return needle_rt::session_call_probability(kFacts, s); }}
 
 void {0}_call_begin({0}_call_state *state) {{
   needle_rt::call_begin(calls(), reinterpret_cast<needle_rt::CallState *>(state));

@@ -52,7 +52,8 @@ constexpr const char *kInterfaceFunctions[] = {
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
 // A model with tools exports these too.
-constexpr const char *kCallFunctions[] = {"call", "call_begin", "call_mask", "call_advance", "call_finished"};
+constexpr const char *kCallFunctions[] = {"call",      "call_probability", "call_begin",
+                                          "call_mask", "call_advance",     "call_finished"};
 
 /// Times the phases of one emission.
 class PhaseClock {

@@ -6,6 +6,7 @@
 #ifndef NEEDLE_RT_CALLS_H
 #define NEEDLE_RT_CALLS_H
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -187,6 +188,16 @@ template <typename Model> int call_feed(Model &m, const int32_t *ids, size_t n) 
   return status_ok;
 }
 
+/// The probability of the allowed token `best` (the largest logit) under the softmax of the
+/// allowed tokens' logits: 1 / sum of exp(logit - best's logit).
+inline float call_token_probability(const uint32_t *bits, uint32_t words, const float *logits, int32_t best) {
+  float sum = 0;
+  for (uint32_t w = 0; w < words; ++w)
+    for (uint32_t word = bits[w]; word; word &= word - 1)
+      sum += std::exp(logits[w * 32 + uint32_t(__builtin_ctz(word))] - logits[best]);
+  return 1.0f / sum;
+}
+
 /// The allowed token with the largest logit (the first, on a tie); -1 for none.
 inline int32_t call_argmax(const uint32_t *bits, uint32_t words, const float *logits) {
   int32_t best = -1;
@@ -203,8 +214,10 @@ inline int32_t call_argmax(const uint32_t *bits, uint32_t words, const float *lo
 /// when the confidence head says at least `threshold`, the call decoded greedily under the
 /// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
 /// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
-/// token_bytes, scratch (the call's bytes at the end of the arena), and in_arena (whether a
-/// caller's buffer overlaps the arena, which the call overwrites).
+/// token_bytes, scratch (the call's bytes at the end of the arena), in_arena (whether a
+/// caller's buffer overlaps the arena, which the call overwrites), and keep_probability (the
+/// smallest probability of the call's tokens under their masks, for NAME_call_probability; the
+/// session's reset sets it to 0).
 template <typename Model>
 int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
                 size_t *out_length, float *confidence) {
@@ -235,6 +248,7 @@ int call_decode(const CallTables &t, Model &m, const char *text, size_t length, 
   CallState state;
   call_begin(t, &state);
   size_t written = 0;
+  float probability = 1;
   while (!call_finished(t, &state)) {
     // Every token but the last is fed, so the call may take one token past the session's room.
     if ((status = call_mask(t, &state, m.max_seq() - m.position() + 1, bits)) != status_ok)
@@ -242,6 +256,8 @@ int call_decode(const CallTables &t, Model &m, const char *text, size_t length, 
     const int32_t token = call_argmax(bits, h.words, m.logits());
     if ((status = call_advance(t, &state, token)) != status_ok)
       return status;
+    const float p = call_token_probability(bits, h.words, m.logits(), token);
+    probability = p < probability ? p : probability;
     if (token != h.end_token) {
       const char *bytes = nullptr;
       size_t n = 0;
@@ -255,7 +271,10 @@ int call_decode(const CallTables &t, Model &m, const char *text, size_t length, 
       return status;
   }
   *out_length = written;
-  return written <= cap ? status_ok : status_err_space;
+  if (written > cap)
+    return status_err_space;
+  m.keep_probability(probability);
+  return status_ok;
 }
 
 } // namespace needle_rt

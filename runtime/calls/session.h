@@ -28,6 +28,7 @@ struct CallSession {
   float confidence() const { return session_confidence(facts, confidence_head, session); }
   size_t position() const { return session_position(facts, session); }
   size_t max_seq() const { return size_t(facts.max_seq_len); }
+  void keep_probability(float p) { static_cast<SessionHeader *>(session)->call_probability = p; }
   /// The query, its special tokens' texts taken as text: a user cannot type the prompt's tokens.
   int encode(const char *text, size_t length, void *scratch, int32_t *ids, size_t cap, size_t *count) const {
     return tok_encode(tokenizer, text, length, 0, scratch, calls.scratch_bytes - calls.encode_offset, ids, cap, count);
@@ -46,6 +47,12 @@ inline int session_call(const ModelFacts &facts, StepFunction step, HeadFunction
   const CallTables t = call_tables(calls);
   CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
   return call_decode(t, m, text, length, threshold, out, cap, out_length, confidence);
+}
+
+/// NAME_call_probability: what the session's last NAME_call kept, 0 for none or a non-session.
+inline float session_call_probability(const ModelFacts &facts, const void *session) {
+  const SessionHeader *h = checked_session(facts, session);
+  return h ? h->call_probability : 0.0f;
 }
 
 } // namespace needle_rt

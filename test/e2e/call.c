@@ -3,11 +3,13 @@
  *   call THRESHOLD < queries
  *
  * Each line of stdin is a query (its bytes as hex). For each, one output line:
- * "STATUS CONFIDENCE HEX": NAME_call's status, the confidence head's value (%.6f) and the call's
- * bytes, on a session that has already served every query before it, in order. Every query is
+ * "STATUS CONFIDENCE PROBABILITY HEX": NAME_call's status, the confidence head's value (%.6f),
+ * NAME_call_probability's (%.6f; 0 for no call) and the call's bytes, on a session that has
+ * already served every query before it, in order. Every query is
  * also asked of a fresh session, and between two queries the reused session is put through a
  * "no call" (threshold 2), a query too long for it, and a call with no room for its output:
- * each answer must equal the fresh session's, bit for bit, or the program fails.
+ * each answer must equal the fresh session's, bit for bit (the probability of an answer that is
+ * not a call must be 0), or the program fails.
  * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>". C11. */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include NEEDLE_HEADER
@@ -37,7 +39,7 @@ static FN(_session) * open_session(void) {
 
 typedef struct {
   int status;
-  float confidence;
+  float confidence, probability;
   size_t length;
   char out[CAP];
 } answer;
@@ -46,6 +48,11 @@ static void ask(FN(_session) * s, const char *text, size_t len, float threshold,
   a->confidence = -1.0f;
   a->length = 0;
   a->status = FN(_call)(s, text, len, threshold, a->out, cap, &a->length, &a->confidence);
+  a->probability = FN(_call_probability)(s);
+  if (a->status != NEEDLE_OK && a->probability != 0.0f)
+    fail("an answer that is not a call has a probability", a->status);
+  if (a->status == NEEDLE_OK && !(a->probability > 0.0f && a->probability <= 1.0f))
+    fail("a call's probability is not in (0, 1]", a->status);
 }
 
 int main(int argc, char **argv) {
@@ -69,9 +76,10 @@ int main(int argc, char **argv) {
     ask(clean, text, len, threshold, CAP, &fresh);
     free(clean);
     if (got.status != fresh.status || got.length != fresh.length || memcmp(got.out, fresh.out, got.length) ||
-        memcmp(&got.confidence, &fresh.confidence, sizeof(float)))
+        memcmp(&got.confidence, &fresh.confidence, sizeof(float)) ||
+        memcmp(&got.probability, &fresh.probability, sizeof(float)))
       fail("a reused session answers otherwise than a fresh one", got.status);
-    printf("%d %.6f ", got.status, got.confidence);
+    printf("%d %.6f %.6f ", got.status, got.confidence, got.probability);
     for (size_t i = 0; i < got.length && got.status == NEEDLE_OK; ++i)
       printf("%02x", (unsigned char)got.out[i]);
     printf("\n");

@@ -183,7 +183,7 @@ else:
 if args.queries:
     queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
     answers = run(*caller, "0.5", input="".join(q.encode("utf-8").hex() + "\n" for q in queries)).splitlines()
-    made = [bytes.fromhex(a.split()[2]).decode("utf-8") for a in answers if a.split()[0] == "0"]
+    made = [bytes.fromhex(a.split()[3]).decode("utf-8") for a in answers if a.split()[0] == "0"]
     declined = sum(a.split()[0] == "1" for a in answers)
     requests = "".join(json.dumps({"schema": call_schema, "text": text}) + "\n" for text in made)
     verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests).splitlines()]

@@ -9,12 +9,16 @@
  * Each line of stdin is a query (its bytes as hex). Both models are fed the prompt around it as
  * NAME_call feeds it (the two sides of {{query}} encoded with special tokens, the query without,
  * each on its own). One output line per query: "AGREED STEPS", the steps where the draft's token
- * was the target's, of all the steps of the target's call (its end token included).
+ * was the target's, of all the steps of the target's call (its end token included). The target's
+ * NAME_call on the same query must report, as NAME_call_probability, the smallest probability of
+ * the call's tokens under their masks that this replay computes (in double, to 1e-4), or the
+ * program fails.
  * Built with -DDRAFT=<--name> -DDRAFT_HEADER="<OUT.h>" -DTARGET=<--name> -DTARGET_HEADER="<OUT.h>". C11. */
 #define _POSIX_C_SOURCE 200809L /* getline */
 #include DRAFT_HEADER
 #include TARGET_HEADER
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +60,15 @@ static int32_t greedy(const float *logits, const uint32_t *mask, uint32_t vocab)
     if ((mask[i / 32] >> (i % 32) & 1) && (best < 0 || logits[i] > logits[best]))
       best = (int32_t)i;
   return best;
+}
+
+/* The probability of `token` under the softmax of the allowed tokens' logits. */
+static double probability(const float *logits, const uint32_t *mask, uint32_t vocab, int32_t token) {
+  double sum = 0;
+  for (uint32_t i = 0; i < vocab; ++i)
+    if (mask[i / 32] >> (i % 32) & 1)
+      sum += exp((double)logits[i] - (double)logits[token]);
+  return 1.0 / sum;
 }
 
 static void feed(D(_session) * d, T(_session) * t, const int32_t *ids, size_t n) {
@@ -104,12 +117,15 @@ int main(int argc, char **argv) {
     T(_call_state) state;
     T(_call_begin)(&state);
     size_t agreed = 0, steps = 0;
+    double least = 1.0;
     while (T(_call_finished)(&state) == 0) {
       uint32_t mask[MASK_WORDS];
       const int status = T(_call_mask)(&state, max_seq - T(_position)(t), mask);
       if (status != NEEDLE_OK)
         fail("mask", status);
       const int32_t token = greedy(T(_logits)(t), mask, vocab);
+      const double p = probability(T(_logits)(t), mask, vocab, token);
+      least = p < least ? p : least;
       agreed += greedy(D(_logits)(d), mask, vocab) == token;
       ++steps;
       if (T(_call_advance)(&state, token) != NEEDLE_OK)
@@ -117,6 +133,13 @@ int main(int argc, char **argv) {
       if (T(_call_finished)(&state) == 0)
         feed(d, t, &token, 1);
     }
+    static char call[65536];
+    size_t call_len = 0;
+    float confidence = 0;
+    const int status = T(_call)(t, text, len, 0.0f, call, sizeof call, &call_len, &confidence);
+    const double reported = T(_call_probability)(t);
+    if (status != NEEDLE_OK || fabs(reported - least) > 1e-4 * least)
+      fail("NAME_call_probability is not the replay's smallest token probability", status);
     printf("%zu %zu\n", agreed, steps);
   }
   free(line);

@@ -11,8 +11,9 @@ compiles MODEL at each depth with needlec --tools TOOLS_JSON --prompt MODEL/prom
 test/e2e/call.c on them (which also checks that a reused session answers as a fresh one), and
 prints per depth: the exact-match accuracy of the calls (name and every argument: the call's
 text equals the expected one, keys in the schema's order), and the precision and recall of "no
-call" at the threshold (exits 1 when one is under --min-gate), and the share of calls of the
-right tool (--min-tool), and writes each depth's answers to WORK/dDEPTH.answers (so two targets'
+call" at the threshold (exits 1 when one is under --min-gate), the share of calls of the right
+tool (--min-tool), and the call's second confidence (NAME_call_probability, the smallest
+probability of its tokens under their masks) of the exact calls and of the wrong ones; and writes each depth's answers to WORK/dDEPTH.answers (so two targets'
 answers can be compared). Exits 1 when a depth's accuracy is under --min-accuracy, or with
 --baseline DIR (an earlier run's WORK, on the same requests) not above the accuracy of DIR's
 answers at that depth: how an adapter shows it helps every depth.
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
@@ -62,12 +64,15 @@ extra = [*(["--activations", args.activations] if args.activations else []), *([
 
 def score(answers):
     """(exact calls, calls, right declines, declines, requests that fit no tool, wrong answers,
-    calls of the right tool)."""
+    calls of the right tool, the probabilities of the exact calls and of the wrong ones)."""
     right = calls = declined_right = declined = no_call = right_tool = 0
     wrong = []
+    probabilities = ([], [])
     for request, answer in zip(requests, answers):
         fields = answer.split()
-        made = bytes.fromhex(fields[2]).decode("utf-8") if fields[0] == "0" and len(fields) > 2 else None
+        made = bytes.fromhex(fields[3]).decode("utf-8") if fields[0] == "0" and len(fields) > 3 else None
+        if made is not None:
+            probabilities[made != request["call"]].append(float(fields[2]))
         declined += fields[0] == "1"
         if request["call"] is None:
             no_call += 1
@@ -78,7 +83,11 @@ def score(answers):
             right_tool += made is not None and json.loads(made)["name"] == json.loads(request["call"])["name"]
         if made != request["call"]:
             wrong.append(f"  {request['query']!r}: {made or 'no call'}, not {request['call'] or 'no call'}")
-    return right, calls, declined_right, declined, no_call, wrong, right_tool
+    return right, calls, declined_right, declined, no_call, wrong, right_tool, probabilities
+
+
+def median(values):
+    return f"{statistics.median(values):.3f}" if values else "none"
 
 
 failed = False
@@ -89,7 +98,7 @@ for depth in args.depths.split(","):
     with open(os.path.join(args.work, f"d{depth}.answers"), "w") as f:
         f.write(output)
     answers = output.splitlines()
-    right, calls, declined_right, declined, no_call, wrong, right_tool = score(answers)
+    right, calls, declined_right, declined, no_call, wrong, right_tool, (exact, missed) = score(answers)
     accuracy = right / max(calls, 1)
     precision = declined_right / max(declined, 1)
     recall = declined_right / max(no_call, 1)
@@ -105,7 +114,8 @@ for depth in args.depths.split(","):
     failed |= not ok
     print(f"{'MATCH' if ok else 'MISMATCH'} depth {depth}: {right} of {calls} calls exact ({100 * accuracy:.1f}%"
           f"{beats}, the right tool {100 * tool_share:.1f}%); no call: precision {100 * precision:.1f}%, recall {100 * recall:.1f}% "
-          f"({no_call} requests fit no tool)")
+          f"({no_call} requests fit no tool); call probability: median {median(exact)} of the exact calls, "
+          f"{median(missed)} of the {len(missed)} wrong ones")
     print("\n".join(wrong[:args.show_wrong]), end="\n" if wrong[:args.show_wrong] else "")
 
 

@@ -3,8 +3,8 @@
 
   compare_answers.py A.answers B.answers --max-differ FRACTION [--tool-only]
 
-Each line of an answers file is test/e2e/call.c's: "STATUS CONFIDENCE HEX". Two answers agree
-when their status and call are the same (the confidence may differ in its last digits), or with
+Each line of an answers file is test/e2e/call.c's: "STATUS CONFIDENCE PROBABILITY HEX". Two answers
+agree when their status and call are the same (the confidences may differ in their last digits), or with
 --tool-only their status and the called tool's name (for a model too little trained for its
 arguments to be more than near ties). Prints
 how many agree, and MATCH when the share that differ is at most FRACTION, else MISMATCH (exit 1)."""
@@ -22,7 +22,7 @@ args = p.parse_args()
 
 def answers(path):
     with open(path) as f:
-        return [(fields[0], tool(fields[2]) if args.tool_only else fields[2]) if len(fields) > 2 else (fields[0], "")
+        return [(fields[0], tool(fields[3]) if args.tool_only else fields[3]) if len(fields) > 3 else (fields[0], "")
                 for fields in (line.split() for line in f)]
 
 
