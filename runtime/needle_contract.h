@@ -184,6 +184,7 @@ struct SessionHeader {
   uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
   float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
 };
+static_assert(sizeof(SessionHeader) <= 64, "codegen/Transforms/PlanSession.cpp reserves 64 bytes for the header");
 
 } // namespace needle_rt
 
