@@ -65,11 +65,11 @@ aarch64-linux-gnu-gcc "${host_cc[@]:1}" -I "$work/aarch64" test/e2e/run_model.c 
 echo "== the reference interpreter on the prompt (its top token must be the first one generated)"
 "$bin/needle-run" "$work/needle3.needle" --layers 8 --text "$prompt" --time
 
-echo "== needle-train: a tiny ladder model (d_model 128, 6 blocks) trained to call the tools of examples/tools.json"
+echo "== needle-train: a tiny ladder model (d_model 128, 6 blocks, a window of 64) trained to call the tools of examples/tools.json"
 # Trained once (about a quarter of an hour) and reused while the command that trained it is the same.
 agent="$work/agent"
 train=("$bin/needle-train" --tools examples/tools.json --tasks examples/tools.tasks.json --set vocab_size=1024
-  --steps "${NEEDLE_DEMO_STEPS:-1000}" --threads 2 --seed 1 -o "$agent")
+  --set sliding_window=64 --set qk_head_dim=32 --set v_head_dim=32 --steps "${NEEDLE_DEMO_STEPS:-1000}" --threads 2 --seed 1 -o "$agent")
 if [ "$(cat "$agent/trained-by" 2>/dev/null)" != "${train[*]}" ]; then
   start=$(date +%s)
   "${train[@]}" | tail -n 1
