@@ -145,6 +145,12 @@ template <typename T> llvm::Constant *constantArray(llvm::LLVMContext &context, 
   return llvm::ConstantDataArray::get(context, llvm::ArrayRef<T>(values));
 }
 
+/// A read-only array of token or block ids, internal to the object: what NAME_info points at.
+llvm::GlobalVariable *internalIdArray(llvm::Module &module, const std::vector<int32_t> &ids, const char *name) {
+  llvm::Constant *init = constantArray(module.getContext(), std::vector<uint32_t>(ids.begin(), ids.end()));
+  return new llvm::GlobalVariable(module, init->getType(), true, llvm::GlobalValue::InternalLinkage, init, name);
+}
+
 /// Gives the data @step declared, and the runtime's needle_facts and needle_info, their values.
 void defineData(llvm::Module &module, const KernelProgram &program) {
   llvm::LLVMContext &context = module.getContext();
@@ -187,17 +193,10 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
                          llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias)),
                          llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint)}),
          8);
-  std::vector<uint32_t> sources(f.sourceBlocks.begin(), f.sourceBlocks.end());
-  auto *sourceBlocks = new llvm::GlobalVariable(
-      module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), sources.size()), true,
-      llvm::GlobalValue::InternalLinkage, constantArray(context, sources), "needle_source_blocks");
+  llvm::Constant *sourceBlocks = internalIdArray(module, f.sourceBlocks, "needle_source_blocks");
   llvm::Constant *stopIds = llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
-  if (!f.stopIds.empty()) {
-    std::vector<uint32_t> stops(f.stopIds.begin(), f.stopIds.end());
-    stopIds =
-        new llvm::GlobalVariable(module, llvm::ArrayType::get(llvm::Type::getInt32Ty(context), stops.size()), true,
-                                 llvm::GlobalValue::InternalLinkage, constantArray(context, stops), "needle_stop_ids");
-  }
+  if (!f.stopIds.empty())
+    stopIds = internalIdArray(module, f.stopIds, "needle_stop_ids");
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
   if (!infoType || infoType->getNumElements() != 10)
     fail("internal: the runtime's ModelInfo is not the ten fields of NAME_info_t");

@@ -7,6 +7,7 @@
 #include "Tokenizer/Train.h"
 
 #include <algorithm>
+#include <set>
 
 namespace needle {
 
@@ -101,13 +102,14 @@ std::vector<int32_t> stopTokens(const std::string &list, const CompiledTokenizer
   if (list == "none")
     return {};
   std::vector<int32_t> ids;
+  std::set<int32_t> named; // a list may name every token of a large vocabulary
   for (size_t start = 0;;) {
     const size_t comma = std::min(list.find(',', start), list.size());
     const std::string entry = list.substr(start, comma - start);
     if (entry.empty())
       fail("--stop: an empty entry in \"{}\"; give added tokens or ids separated by commas", list);
     const int32_t id = stopToken(entry, tokenizer, vocabSize);
-    if (std::find(ids.begin(), ids.end(), id) != ids.end())
+    if (!named.insert(id).second)
       fail("--stop: \"{}\" names token {} a second time", entry, id);
     ids.push_back(id);
     if (comma == list.size())
