@@ -30,6 +30,7 @@ void needle_confidence_head(const unsigned char *arena, float *out);
 void needle_embedding_head(const unsigned char *arena, float *out);
 extern const unsigned char needle_tokenizer[]; // the tokenizer's image (needle_rt::TokImage)
 extern const unsigned char needle_calls[];     // the tool-call automaton's image (needle_rt::CallImage)
+extern const unsigned char needle_records[];   // the record automaton's image (needle_rt::CallImage)
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
@@ -88,7 +89,6 @@ int needle_abi_call(void *s, const char *text, size_t length, float threshold, c
   return needle_rt::session_call(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_calls, s,
                                  text, length, threshold, out, cap, out_length, confidence);
 }
-float needle_abi_call_probability(const void *s) { return needle_rt::session_call_probability(needle_facts, s); }
 void needle_abi_call_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
 }
@@ -104,6 +104,28 @@ int needle_abi_call_finished(const void *state) {
   return needle_rt::call_finished(needle_rt::call_tables(needle_calls),
                                   static_cast<const needle_rt::CallState *>(state));
 }
+
+// The record functions, on the record automaton's image; and what both requests keep.
+int needle_abi_extract(void *s, const char *text, size_t length, char *out, size_t cap, size_t *out_length) {
+  return needle_rt::session_extract(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_records,
+                                    s, text, length, out, cap, out_length);
+}
+void needle_abi_extract_begin(void *state) {
+  needle_rt::call_begin(needle_rt::call_tables(needle_records), static_cast<needle_rt::CallState *>(state));
+}
+int needle_abi_extract_mask(const void *state, size_t budget, uint32_t *bits) {
+  return needle_rt::call_mask(needle_rt::call_tables(needle_records), static_cast<const needle_rt::CallState *>(state),
+                              budget, bits);
+}
+int needle_abi_extract_advance(void *state, int32_t token) {
+  return needle_rt::call_advance(needle_rt::call_tables(needle_records), static_cast<needle_rt::CallState *>(state),
+                                 token);
+}
+int needle_abi_extract_finished(const void *state) {
+  return needle_rt::call_finished(needle_rt::call_tables(needle_records),
+                                  static_cast<const needle_rt::CallState *>(state));
+}
+float needle_abi_call_probability(const void *s) { return needle_rt::session_call_probability(needle_facts, s); }
 
 } // extern "C"
 

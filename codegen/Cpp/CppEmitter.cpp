@@ -17,7 +17,7 @@ namespace {
 
 // The runtime's source text (runtime/needle_runtime.h), carried into every emitted file; the
 // tokenizer's (runtime/tokenizer/tokenizer.h), into those of models with a tokenizer; the
-// tool-call automaton's (runtime/calls/calls.h), into those of models with tools.
+// tool-call automaton's (runtime/calls/calls.h), into those of models with tools or a schema.
 const char kRuntimeSource[] =
 #include "RuntimeSource.inc"
     ;
@@ -71,6 +71,7 @@ private:
   std::string interface() const;
   std::string textInterface() const;
   std::string callsInterface() const;
+  std::string recordsInterface() const; // NAME_extract, and NAME_call_probability for either
 
   const KernelProgram &program_;
   std::string name_;
@@ -213,31 +214,58 @@ int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len);
 std::string callsHeader(const std::string &name, const std::vector<uint8_t> &calls) {
   if (calls.empty())
     return "";
-  needle_rt::CallImage image;
-  std::memcpy(&image, calls.data(), sizeof image);
   return fmt::format(R"(
 /* Calls: the compiled tool-call automaton (docs/c-interface.md). */
 #define {0}_HAS_CALLS 1
-#define {0}_CALL_MASK_WORDS {1} /* ceil(vocab_size / 32): the uint32_t words of a mask */
-typedef struct {{
-  uint32_t opaque[2];
-}} {0}_call_state;
-
 #ifndef NEEDLE_CALL_CODES
 #define NEEDLE_CALL_CODES
 enum {{ NEEDLE_NO_CALL = 1 }}; /* NAME_call: the confidence is under the threshold */
 #endif
-#define {0}_MAX_QUERY {2} /* the longest text {0}_call takes, in bytes */
 
 int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
              float *confidence);
-float {0}_call_probability(const {0}_session *s);
 void {0}_call_begin({0}_call_state *state);
 int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
 int {0}_call_advance({0}_call_state *state, int32_t token);
 int {0}_call_finished(const {0}_call_state *state);
 )",
-                     name, image.words, image.max_query);
+                     name);
+}
+
+/// The header's part for a model with a schema (--schema): the record automaton's functions.
+std::string recordsHeader(const std::string &name, const std::vector<uint8_t> &records) {
+  if (records.empty())
+    return "";
+  return fmt::format(R"(
+/* Records: the compiled schema's automaton (docs/c-interface.md). */
+#define {0}_HAS_EXTRACT 1
+int {0}_extract({0}_session *s, const char *text, size_t len, char *out, size_t cap, size_t *out_len);
+void {0}_extract_begin({0}_call_state *state);
+int {0}_extract_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
+int {0}_extract_advance({0}_call_state *state, int32_t token);
+int {0}_extract_finished(const {0}_call_state *state);
+)",
+                     name);
+}
+
+/// The header's part for a model with tools or a schema: what calls and records share, before them.
+std::string requestsHeader(const std::string &name, const KernelProgram &program) {
+  const std::vector<uint8_t> &image = program.calls.empty() ? program.records : program.calls;
+  if (image.empty())
+    return "";
+  needle_rt::CallImage header;
+  std::memcpy(&header, image.data(), sizeof header);
+  return fmt::format(R"(
+/* What calls and records share (docs/c-interface.md). */
+#define {0}_CALL_MASK_WORDS {1} /* ceil(vocab_size / 32): the uint32_t words of a mask */
+#define {0}_MAX_QUERY {2} /* the longest text {0}_call and {0}_extract take, in bytes */
+typedef struct {{
+  uint32_t opaque[2];
+}} {0}_call_state;
+
+float {0}_call_probability(const {0}_session *s);
+)",
+                     name, header.words, header.max_query);
 }
 
 std::string header(const std::string &name, const KernelProgram &program) {
@@ -312,7 +340,9 @@ int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_
 
 #endif /* {1} */
 )",
-      versionString(), guard, name, textHeader(name, program.tokenizer) + callsHeader(name, program.calls));
+      versionString(), guard, name,
+      textHeader(name, program.tokenizer) + requestsHeader(name, program) + callsHeader(name, program.calls) +
+          recordsHeader(name, program.records));
 }
 
 std::string Printer::interface() const {
@@ -446,8 +476,6 @@ int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char
                                  out_len, confidence);
 }}
 
-float {0}_call_probability(const {0}_session *s) {{ return needle_rt::session_call_probability(kFacts, s); }}
-
 void {0}_call_begin({0}_call_state *state) {{
   needle_rt::call_begin(calls(), reinterpret_cast<needle_rt::CallState *>(state));
 }}
@@ -467,6 +495,43 @@ int {0}_call_finished(const {0}_call_state *state) {{
 }} // extern "C"
 )",
                      name_);
+}
+
+std::string Printer::recordsInterface() const {
+  std::string functions;
+  if (!program_.records.empty())
+    functions += fmt::format(R"(
+int {0}_extract({0}_session *s, const char *text, size_t len, char *out, size_t cap, size_t *out_len) {{
+  return needle_rt::session_extract(kFacts, step, confidence_head, kTokenizer, kRecords, s, text, len, out, cap,
+                                    out_len);
+}}
+
+void {0}_extract_begin({0}_call_state *state) {{
+  needle_rt::call_begin(needle_rt::call_tables(kRecords), reinterpret_cast<needle_rt::CallState *>(state));
+}}
+
+int {0}_extract_mask(const {0}_call_state *state, size_t budget, uint32_t *bits) {{
+  return needle_rt::call_mask(needle_rt::call_tables(kRecords), reinterpret_cast<const needle_rt::CallState *>(state),
+                              budget, bits);
+}}
+
+int {0}_extract_advance({0}_call_state *state, int32_t token) {{
+  return needle_rt::call_advance(needle_rt::call_tables(kRecords), reinterpret_cast<needle_rt::CallState *>(state),
+                                 token);
+}}
+
+int {0}_extract_finished(const {0}_call_state *state) {{
+  return needle_rt::call_finished(needle_rt::call_tables(kRecords),
+                                  reinterpret_cast<const needle_rt::CallState *>(state));
+}}
+)",
+                             name_);
+  if (!program_.calls.empty() || !program_.records.empty())
+    functions += fmt::format(R"(
+float {0}_call_probability(const {0}_session *s) {{ return needle_rt::session_call_probability(kFacts, s); }}
+)",
+                             name_);
+  return functions.empty() ? "" : "\nextern \"C\" {\n" + functions + "\n} // extern \"C\"\n";
 }
 
 std::string Printer::source(const std::string &headerName) {
@@ -496,7 +561,7 @@ std::string Printer::source(const std::string &headerName) {
   source += kRuntimeSource;
   if (!program_.tokenizer.empty())
     source += kTokenizerSource;
-  if (!program_.calls.empty())
+  if (!program_.calls.empty() || !program_.records.empty())
     source += kCallsSource;
   source += fmt::format("\n}} // namespace {}_runtime\n\nnamespace {{\n\n", name_);
   source += fmt::format("namespace needle_rt = {}_runtime::needle_rt;\n\n", name_);
@@ -515,6 +580,12 @@ std::string Printer::source(const std::string &headerName) {
     source += "// The tool-call automaton's tables: one image (needle_rt::CallImage).\n";
     source += fmt::format("alignas(16) const unsigned char kCalls[{}] =\n", program_.calls.size() + 1);
     appendStringLiteral(source, program_.calls);
+    source += "    ;\n\n";
+  }
+  if (!program_.records.empty()) {
+    source += "// The record automaton's tables (--schema): one image (needle_rt::CallImage).\n";
+    source += fmt::format("alignas(16) const unsigned char kRecords[{}] =\n", program_.records.size() + 1);
+    appendStringLiteral(source, program_.records);
     source += "    ;\n\n";
   }
   source +=
@@ -536,6 +607,7 @@ std::string Printer::source(const std::string &headerName) {
   source += interface();
   source += textInterface();
   source += callsInterface();
+  source += recordsInterface();
   return source;
 }
 

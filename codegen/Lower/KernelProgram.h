@@ -101,6 +101,7 @@ struct KernelProgram {
   std::vector<std::vector<float>> constants;   // f32 arrays
   std::vector<uint8_t> tokenizer;              // the compiled tokenizer's image; empty without one
   std::vector<uint8_t> calls;                  // the tool-call automaton's image; empty without tools
+  std::vector<uint8_t> records;                // the record automaton's image (--schema); empty without
   ModelFacts facts;
 };
 

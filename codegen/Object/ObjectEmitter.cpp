@@ -52,8 +52,12 @@ constexpr const char *kInterfaceFunctions[] = {
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
 // A model with tools exports these too.
-constexpr const char *kCallFunctions[] = {"call",      "call_probability", "call_begin",
-                                          "call_mask", "call_advance",     "call_finished"};
+constexpr const char *kCallFunctions[] = {"call", "call_begin", "call_mask", "call_advance", "call_finished"};
+// A model with a schema (--schema) exports these too.
+constexpr const char *kRecordFunctions[] = {"extract", "extract_begin", "extract_mask", "extract_advance",
+                                            "extract_finished"};
+// A model with tools or a schema exports this too.
+constexpr const char *kRequestFunctions[] = {"call_probability"};
 
 /// Times the phases of one emission.
 class PhaseClock {
@@ -207,8 +211,15 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
          8);
 }
 
-/// Gives the runtime's image `global` (needle_tokenizer, needle_calls) its bytes; a model without
-/// them (`image` empty) loses the global and the `functions` that read it.
+/// Erases the runtime's needle_abi_ `functions`, for a model that does not define them.
+template <size_t N> void eraseFunctions(llvm::Module &module, const char *const (&functions)[N]) {
+  for (const char *function : functions)
+    if (llvm::Function *abi = module.getFunction(std::string("needle_abi_") + function))
+      abi->eraseFromParent();
+}
+
+/// Gives the runtime's image `global` (needle_tokenizer, needle_calls, needle_records) its bytes; a
+/// model without them (`image` empty) loses the global and the `functions` that read it.
 template <size_t N>
 void defineImage(llvm::Module &module, const std::string &global, const std::vector<uint8_t> &image,
                  const char *const (&functions)[N]) {
@@ -216,9 +227,7 @@ void defineImage(llvm::Module &module, const std::string &global, const std::vec
   if (!declared)
     fail("internal: the runtime declares no {}", global);
   if (image.empty()) {
-    for (const char *function : functions)
-      if (llvm::Function *abi = module.getFunction(std::string("needle_abi_") + function))
-        abi->eraseFromParent();
+    eraseFunctions(module, functions);
     if (!declared->use_empty())
       fail("internal: {} is used beyond the functions that read it", global);
     declared->eraseFromParent();
@@ -258,19 +267,25 @@ void bindKernels(llvm::Module &module) {
 }
 
 /// The functions of the C interface an object defines (docs/c-interface.md).
-std::vector<std::string> interfaceFunctions(bool text, bool calls) {
-  std::vector<std::string> functions(std::begin(kInterfaceFunctions), std::end(kInterfaceFunctions));
-  if (text)
-    functions.insert(functions.end(), std::begin(kTextFunctions), std::end(kTextFunctions));
-  if (calls)
-    functions.insert(functions.end(), std::begin(kCallFunctions), std::end(kCallFunctions));
+std::vector<std::string> interfaceFunctions(const KernelProgram &program) {
+  std::vector<std::string> functions;
+  auto add = [&](const auto &list) { functions.insert(functions.end(), std::begin(list), std::end(list)); };
+  add(kInterfaceFunctions);
+  if (!program.tokenizer.empty())
+    add(kTextFunctions);
+  if (!program.calls.empty())
+    add(kCallFunctions);
+  if (!program.records.empty())
+    add(kRecordFunctions);
+  if (!program.calls.empty() || !program.records.empty())
+    add(kRequestFunctions);
   return functions;
 }
 
 /// needle_abi_X becomes NAME_X; everything else becomes internal.
-void exportInterface(llvm::Module &module, const std::string &name, bool text, bool calls) {
+void exportInterface(llvm::Module &module, const std::string &name, const KernelProgram &program) {
   std::vector<std::string> exported;
-  for (const std::string &function : interfaceFunctions(text, calls)) {
+  for (const std::string &function : interfaceFunctions(program)) {
     llvm::Function *abi = module.getFunction("needle_abi_" + function);
     if (!abi)
       fail("internal: the runtime defines no needle_abi_{}", function);
@@ -399,12 +414,15 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   module->setModuleIdentifier(options.name);
   module->setSourceFileName(options.name);
   defineData(*module, program);
-  // The calls first: NAME_call reads the tokenizer too, and goes with the calls.
+  // The calls and records first: NAME_call and NAME_extract read the tokenizer too, and go with them.
   defineImage(*module, "needle_calls", program.calls, kCallFunctions);
+  defineImage(*module, "needle_records", program.records, kRecordFunctions);
+  if (program.calls.empty() && program.records.empty())
+    eraseFunctions(*module, kRequestFunctions);
   defineImage(*module, "needle_tokenizer", program.tokenizer, kTextFunctions);
   bindKernels(*module);
   checkNoHalideRuntime(*module);
-  exportInterface(*module, options.name, !program.tokenizer.empty(), !program.calls.empty());
+  exportInterface(*module, options.name, program);
   setTargetAttributes(*module, target);
   module->getOrInsertNamedMetadata("llvm.ident")
       ->addOperand(llvm::MDNode::get(context, llvm::MDString::get(context, "needlec " + versionString())));

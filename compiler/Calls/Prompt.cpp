@@ -34,18 +34,18 @@ std::vector<int32_t> encode(const needle_rt::TokTables &tables, const std::strin
 
 } // namespace
 
-CallPrompt buildPrompt(std::string_view prompt, std::string_view toolsJson, const std::vector<uint8_t> &tokenizer,
-                       uint32_t maxQuery, uint32_t maxQueryIds, const std::string &source) {
-  // Split first: the tools' text may hold "{{query}}" itself (in a description).
+CallPrompt buildPrompt(std::string_view prompt, std::string_view placeholder, std::string_view json,
+                       const std::vector<uint8_t> &tokenizer, uint32_t maxQuery, uint32_t maxQueryIds,
+                       const std::string &source) {
+  // Split first: the JSON may hold "{{query}}" itself (in a description).
   constexpr std::string_view kQuery = "{{query}}";
   const size_t query = prompt.find(kQuery);
   if (query == std::string::npos || prompt.find(kQuery, query + 1) != std::string::npos)
     fail("{}: the prompt must hold {{{{query}}}} exactly once, where the user's words go", source);
   const needle_rt::TokTables tables = needle_rt::tok_tables(tokenizer.data());
   CallPrompt out;
-  out.prefix = encode(tables, replaceAll(std::string(prompt.substr(0, query)), "{{tools}}", toolsJson), source);
-  out.suffix =
-      encode(tables, replaceAll(std::string(prompt.substr(query + kQuery.size())), "{{tools}}", toolsJson), source);
+  out.prefix = encode(tables, replaceAll(std::string(prompt.substr(0, query)), placeholder, json), source);
+  out.suffix = encode(tables, replaceAll(std::string(prompt.substr(query + kQuery.size())), placeholder, json), source);
   out.maxQuery = maxQuery;
   out.maxQueryIds = maxQueryIds;
   out.encodeScratch = needle_rt::tok_encode_scratch_size(tables, maxQuery);

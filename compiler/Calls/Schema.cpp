@@ -533,4 +533,8 @@ LangPtr callLanguage(const std::vector<Tool> &tools, const std::string &source) 
   return alt(std::move(calls));
 }
 
+LangPtr recordLanguage(const Value &schema, const std::string &source) {
+  return SchemaCompiler(schema, source).value(schema, "$", 0);
+}
+
 } // namespace needle::calls

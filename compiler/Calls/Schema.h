@@ -33,4 +33,8 @@ std::vector<Tool> parseTools(std::string_view text, const std::string &source);
 /// The language of one call of any of `tools`.
 LangPtr callLanguage(const std::vector<Tool> &tools, const std::string &source);
 
+/// The language of one value of `schema` (--schema's typed records); errors name `source` and the
+/// keyword's path from the root, `$`.
+LangPtr recordLanguage(const json::Value &schema, const std::string &source);
+
 } // namespace needle::calls

@@ -196,7 +196,7 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
       continue;
     if (std::any_of(dfa.next.begin() + s * dfa.classes, dfa.next.begin() + (s + 1) * dfa.classes,
                     [](int32_t t) { return t >= 0; }))
-      fail("{}: a whole value can go on into a longer one (a bare number): the call needs an end token", source);
+      fail("{}: a whole value can go on into a longer one (a bare number): it needs an end token (--call-end)", source);
     finished = s;
   }
   // The end token ends a call; its text (an added token's) is never part of one.
@@ -215,7 +215,7 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
   }
   const std::vector<uint32_t> distance = distances(moves, finished);
   if (distance[0] == kFar)
-    fail("{}: no call can be written in the model's tokens", source);
+    fail("{}: nothing valid can be written in the model's tokens", source);
   // Keep the states a call can pass through, in the order a search from the start meets them,
   // and only the moves that can still finish.
   std::vector<int64_t> number(moves.size(), -1);

@@ -182,50 +182,95 @@ CompileResult emitMlir(const CompileOptions &options) {
   return result;
 }
 
+/// What one automaton over the model's tokens is built from: the calls of --tools or the records
+/// of --schema (docs/tool-calls.md).
+struct AutomatonSource {
+  std::string flag;                 // "--tools", "--schema"
+  std::string noun;                 // "call", "record"
+  std::string file;                 // the tools or schema file, which errors name
+  calls::LangPtr language;          // its calls or records
+  std::filesystem::path promptFile; // --prompt, --schema-prompt (empty: defaultPrompt)
+  std::string_view defaultPrompt;   // calls::kDefaultPrompt, calls::kDefaultRecordPrompt
+  std::string_view placeholder;     // {{tools}}, {{schema}}
+  std::string json;                 // what the placeholder stands for, compact
+};
+
+/// The file `path` as JSON (errors name it).
+json::Value readJson(const std::filesystem::path &path) {
+  const std::vector<uint8_t> text = readFile(path);
+  return json::parse(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), path.string());
+}
+
+/// The token that ends a call or a record: --call-end's, else the tokenizer's EOS (-1: none).
+int32_t callEndToken(const CompileOptions &options, const CompiledTokenizer &tokenizer) {
+  if (options.callEnd == "none")
+    return -1;
+  if (options.callEnd.empty())
+    return tokenizer.eos;
+  const auto found = tokenizer.addedIds.find(options.callEnd);
+  if (found == tokenizer.addedIds.end())
+    fail("--call-end: \"{}\" is not an added token of the model's tokenizer", options.callEnd);
+  return found->second;
+}
+
+/// The automaton of `source` over the model's tokens, with its prompt (docs/tool-calls.md).
+calls::CompiledCalls compileAutomaton(const CompileOptions &options, const CompiledTokenizer &tokenizer,
+                                      int64_t maxSeqLen, const AutomatonSource &source, std::string &stats) {
+  const calls::ByteAutomaton bytes = calls::buildByteAutomaton(source.language, source.file);
+  std::string prompt(source.defaultPrompt);
+  if (!source.promptFile.empty()) {
+    const std::vector<uint8_t> file = readFile(source.promptFile);
+    prompt.assign(file.begin(), file.end());
+  }
+  const std::string promptName = source.promptFile.empty() ? "the default prompt" : source.promptFile.string();
+  const calls::CallPrompt callPrompt = calls::buildPrompt(prompt, source.placeholder, source.json, tokenizer.image,
+                                                          options.maxQuery, uint32_t(maxSeqLen), promptName);
+  calls::CompiledCalls compiled =
+      calls::buildCallAutomaton(bytes, tokenizer.callTokens, callEndToken(options, tokenizer), callPrompt, source.file);
+  // Every token of a call or record but the last is fed: an empty query must leave room for the shortest.
+  const uint64_t needed = callPrompt.prefix.size() + callPrompt.suffix.size() + compiled.shortestCall - 1;
+  if (needed > uint64_t(maxSeqLen))
+    fail("{}: the prompt with the {} in it takes {} tokens and the shortest {} {} more, past the model's "
+         "max_seq_len {}",
+         source.promptFile.empty() ? source.flag : source.promptFile.string(),
+         source.placeholder.substr(2, source.placeholder.size() - 4),
+         callPrompt.prefix.size() + callPrompt.suffix.size(), source.noun, compiled.shortestCall, maxSeqLen);
+  const calls::CallTablesFigures &f = compiled.figures;
+  stats += fmt::format("{} automaton: {} byte states, {} token states, {} bitsets in {} groups, {} edges, {} bytes "
+                       "of tables\n",
+                       source.noun, bytes.states, f.states, f.bitsets, f.groups, f.edges, f.bytes);
+  stats += fmt::format("{} prompt: {} ids before the query, {} after; {} bytes of scratch in the arena\n", source.noun,
+                       callPrompt.prefix.size(), callPrompt.suffix.size(), compiled.scratchBytes);
+  return compiled;
+}
+
 /// The automaton of the calls of --tools over the model's tokens (docs/tool-calls.md).
 calls::CompiledCalls compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
                                       int64_t maxSeqLen, std::string &stats) {
-  const std::string source = options.tools.string();
+  const std::string file = options.tools.string();
   if (tokenizer.callTokens.empty())
     fail("--tools: the model has no tokenizer, and calls are written in its tokens: give --tokenizer");
-  int32_t end = tokenizer.eos;
-  if (options.callEnd == "none") {
-    end = -1;
-  } else if (!options.callEnd.empty()) {
-    const auto found = tokenizer.addedIds.find(options.callEnd);
-    if (found == tokenizer.addedIds.end())
-      fail("--call-end: \"{}\" is not an added token of the model's tokenizer", options.callEnd);
-    end = found->second;
-  }
-  const std::vector<uint8_t> text = readFile(options.tools);
-  const std::vector<calls::Tool> tools =
-      calls::parseTools(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), source);
-  const calls::ByteAutomaton bytes = calls::buildByteAutomaton(calls::callLanguage(tools, source), source);
-  std::string prompt(calls::kDefaultPrompt);
-  if (!options.prompt.empty()) {
-    const std::vector<uint8_t> file = readFile(options.prompt);
-    prompt.assign(file.begin(), file.end());
-  }
-  const std::string toolsJson =
-      json::serialize(json::parse(std::string_view(reinterpret_cast<const char *>(text.data()), text.size()), source));
-  const calls::CallPrompt callPrompt =
-      calls::buildPrompt(prompt, toolsJson, tokenizer.image, options.maxQuery, uint32_t(maxSeqLen),
-                         options.prompt.empty() ? "the default prompt" : options.prompt.string());
-  calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, tokenizer.callTokens, end, callPrompt, source);
-  // NAME_call feeds every token of a call but the last: an empty query must leave room for the shortest.
-  const uint64_t needed = callPrompt.prefix.size() + callPrompt.suffix.size() + compiled.shortestCall - 1;
-  if (needed > uint64_t(maxSeqLen))
-    fail("{}: the prompt with the tools in it takes {} tokens and the shortest call {} more, past the model's "
-         "max_seq_len {}",
-         options.prompt.empty() ? "--tools" : options.prompt.string(),
-         callPrompt.prefix.size() + callPrompt.suffix.size(), compiled.shortestCall, maxSeqLen);
-  const calls::CallTablesFigures &f = compiled.figures;
-  stats += fmt::format("tool calls: {} tools, {} byte states, {} token states, {} bitsets in {} groups, {} edges, {} "
-                       "bytes of tables\n",
-                       tools.size(), bytes.states, f.states, f.bitsets, f.groups, f.edges, f.bytes);
-  stats += fmt::format("call prompt: {} ids before the query, {} after; {} bytes of scratch in the arena\n",
-                       callPrompt.prefix.size(), callPrompt.suffix.size(), compiled.scratchBytes);
-  return compiled;
+  const std::vector<uint8_t> bytes = readFile(options.tools);
+  const std::string_view text(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  const std::vector<calls::Tool> tools = calls::parseTools(text, file);
+  stats += fmt::format("tool calls: {} tools\n", tools.size());
+  return compileAutomaton(options, tokenizer, maxSeqLen,
+                          {"--tools", "call", file, calls::callLanguage(tools, file), options.prompt,
+                           calls::kDefaultPrompt, "{{tools}}", json::serialize(json::parse(text, file))},
+                          stats);
+}
+
+/// The automaton of the records of --schema over the model's tokens (docs/tool-calls.md).
+calls::CompiledCalls compileRecords(const CompileOptions &options, const CompiledTokenizer &tokenizer,
+                                    int64_t maxSeqLen, std::string &stats) {
+  const std::string file = options.schema.string();
+  if (tokenizer.callTokens.empty())
+    fail("--schema: the model has no tokenizer, and records are written in its tokens: give --tokenizer");
+  const json::Value schema = readJson(options.schema);
+  return compileAutomaton(options, tokenizer, maxSeqLen,
+                          {"--schema", "record", file, calls::recordLanguage(schema, file), options.schemaPrompt,
+                           calls::kDefaultRecordPrompt, "{{schema}}", json::serialize(schema)},
+                          stats);
 }
 
 /// The model through the pipeline, lowered to kernel calls: what both code printers print.
@@ -260,13 +305,22 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   program.facts.stopIds = std::move(stopIds);
   if (!program.tokenizer.empty())
     stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
+  // NAME_call's and NAME_extract's scratch, at the end of the arena (runtime/calls/session.h): one
+  // request at a time, so the larger of the two.
+  uint64_t requestScratch = 0;
   if (!options.tools.empty()) {
     calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, program.facts.maxSeqLen, stats);
     program.calls = std::move(compiled.image);
-    // NAME_call's scratch, at the end of the arena (runtime/calls/session.h).
-    program.facts.arenaSize += roundUp(int64_t(compiled.scratchBytes), program.facts.arenaAlign);
+    requestScratch = compiled.scratchBytes;
     done("compile the tool-call automaton");
   }
+  if (!options.schema.empty()) {
+    calls::CompiledCalls compiled = compileRecords(options, tokenizer, program.facts.maxSeqLen, stats);
+    program.records = std::move(compiled.image);
+    requestScratch = std::max(requestScratch, compiled.scratchBytes);
+    done("compile the record automaton");
+  }
+  program.facts.arenaSize += roundUp(int64_t(requestScratch), program.facts.arenaAlign);
   stats += pipelineStats(figures);
   stats += fmt::format("session arena: {} bytes (max_seq_len {}, batch {})\n", program.facts.arenaSize,
                        program.facts.maxSeqLen, program.facts.batch);

@@ -38,12 +38,14 @@ struct CompileOptions {
   KernelChoice kernels = KernelChoice::Native;
   Activations activations = Activations::Float;
   int64_t batch = 16;
-  bool passes = true;           // --emit mlir: false prints the IR straight after import
-  std::string stop;             // --stop: the tokens that end a generation (empty: the EOS, if any; none)
-  std::filesystem::path tools;  // --tools: the tools.json whose calls the model writes (empty: none)
-  std::string callEnd;          // --call-end: the added token that ends a call (empty: the EOS, if any; none)
-  std::filesystem::path prompt; // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)
-  uint32_t maxQuery = 1024;     // --max-query: the longest query NAME_call takes, in bytes
+  bool passes = true;                 // --emit mlir: false prints the IR straight after import
+  std::string stop;                   // --stop: the tokens that end a generation (empty: the EOS, if any; none)
+  std::filesystem::path tools;        // --tools: the tools.json whose calls the model writes (empty: none)
+  std::string callEnd;                // --call-end: the added token that ends a call (empty: the EOS, if any; none)
+  std::filesystem::path prompt;       // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)
+  std::filesystem::path schema;       // --schema: the JSON Schema of NAME_extract's records (empty: none)
+  std::filesystem::path schemaPrompt; // --schema-prompt: NAME_extract's prompt (empty: the default)
+  uint32_t maxQuery = 1024;           // --max-query: the longest query NAME_call and NAME_extract take, in bytes
   /// -o: where the outputs go ("-" for stdout). The IR names its weights file relative to it, and
   /// the outputs' paths are formed from it.
   std::string output;

@@ -210,47 +210,55 @@ inline int32_t call_argmax(const uint32_t *bits, uint32_t words, const float *lo
   return best;
 }
 
-/// NAME_call (docs/c-interface.md): the prompt with `text` as its query through the session, then,
-/// when the confidence head says at least `threshold`, the call decoded greedily under the
-/// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
-/// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
-/// token_bytes, scratch (the call's bytes at the end of the arena), in_arena (whether a
-/// caller's buffer overlaps the arena, which the call overwrites), and keep_probability (the
-/// smallest probability of the call's tokens under their masks, for NAME_call_probability; the
-/// session's reset sets it to 0).
+/// Whether a request's arguments are usable (NAME_call's and NAME_extract's): a session, buffers
+/// that are not NULL unless empty, and none of them inside the arena, which the request writes.
 template <typename Model>
-int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
-                size_t *out_length, float *confidence) {
+bool request_arguments_ok(const Model &m, const char *text, size_t length, const char *out, size_t cap,
+                          const size_t *out_length) {
+  return m.valid() && (text || !length) && (out || !cap) && out_length && !m.in_arena(text, length) &&
+         !m.in_arena(out, cap) && !m.in_arena(out_length, sizeof *out_length);
+}
+
+/// A request refused for its arguments: a session keeps no call or record from before it.
+template <typename Model> int request_refused(Model &m) {
+  if (m.valid())
+    m.keep_probability(0);
+  return status_err_arg;
+}
+
+/// A request's first half: the session reset (so it keeps no call or record, whatever follows)
+/// and fed the automaton's prompt with `text` as its query (encoded with special tokens taken as
+/// text).
+template <typename Model> int request_prompt(const CallTables &t, Model &m, const char *text, size_t length) {
   const CallImage &h = *t.header;
-  if (!m.valid() || (!text && length) || (!out && cap) || !out_length || !confidence)
-    return status_err_arg;
-  if (m.in_arena(text, length) || m.in_arena(out, cap) || m.in_arena(out_length, sizeof *out_length) ||
-      m.in_arena(confidence, sizeof *confidence))
-    return status_err_arg;
-  *out_length = 0;
+  m.reset();
   if (length > h.max_query)
     return status_err_full;
   unsigned char *scratch = m.scratch();
   auto *ids = reinterpret_cast<int32_t *>(scratch);
-  auto *bits = reinterpret_cast<uint32_t *>(scratch + h.mask_offset);
   size_t count = 0;
-  m.reset();
   int status = m.encode(text, length, scratch + h.encode_offset, ids, h.max_query_ids, &count);
   if (status == status_err_space)
     return status_err_full;
   if (status != status_ok || (status = call_feed(m, t.prefix_ids, h.prefix_count)) != status_ok ||
-      (status = call_feed(m, ids, count)) != status_ok ||
-      (status = call_feed(m, t.suffix_ids, h.suffix_count)) != status_ok)
+      (status = call_feed(m, ids, count)) != status_ok)
     return status;
-  *confidence = m.confidence();
-  if (!(*confidence >= threshold))
-    return status_no_call;
+  return call_feed(m, t.suffix_ids, h.suffix_count);
+}
+
+/// A request's second half: the value (a call, a record) decoded greedily under the automaton's
+/// masks, feeding each token but the last, written to out[0..cap).
+template <typename Model>
+int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_t *out_length) {
+  const CallImage &h = *t.header;
+  auto *bits = reinterpret_cast<uint32_t *>(m.scratch() + h.mask_offset);
   CallState state;
   call_begin(t, &state);
   size_t written = 0;
   float probability = 1;
+  int status = status_ok;
   while (!call_finished(t, &state)) {
-    // Every token but the last is fed, so the call may take one token past the session's room.
+    // Every token but the last is fed, so the value may take one token past the session's room.
     if ((status = call_mask(t, &state, m.max_seq() - m.position() + 1, bits)) != status_ok)
       return status;
     const int32_t token = call_argmax(bits, h.words, m.logits());
@@ -275,6 +283,41 @@ int call_decode(const CallTables &t, Model &m, const char *text, size_t length, 
     return status_err_space;
   m.keep_probability(probability);
   return status_ok;
+}
+
+/// NAME_call (docs/c-interface.md): the prompt with `text` as its query through the session, then,
+/// when the confidence head says at least `threshold`, the call decoded greedily under the
+/// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
+/// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
+/// token_bytes, scratch (the call's bytes at the end of the arena), in_arena (whether a
+/// caller's buffer overlaps the arena, which the call overwrites), and keep_probability (the
+/// smallest probability of the call's tokens under their masks, for NAME_call_probability; the
+/// session's reset sets it to 0).
+template <typename Model>
+int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
+                size_t *out_length, float *confidence) {
+  if (!request_arguments_ok(m, text, length, out, cap, out_length) || !confidence ||
+      m.in_arena(confidence, sizeof *confidence))
+    return request_refused(m);
+  *out_length = 0;
+  if (const int status = request_prompt(t, m, text, length); status != status_ok)
+    return status;
+  *confidence = m.confidence();
+  if (!(*confidence >= threshold))
+    return status_no_call;
+  return request_generate(t, m, out, cap, out_length);
+}
+
+/// NAME_extract (docs/c-interface.md): NAME_call on the record automaton, without the gate.
+template <typename Model>
+int record_decode(const CallTables &t, Model &m, const char *text, size_t length, char *out, size_t cap,
+                  size_t *out_length) {
+  if (!request_arguments_ok(m, text, length, out, cap, out_length))
+    return request_refused(m);
+  *out_length = 0;
+  if (const int status = request_prompt(t, m, text, length); status != status_ok)
+    return status;
+  return request_generate(t, m, out, cap, out_length);
 }
 
 } // namespace needle_rt

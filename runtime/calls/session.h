@@ -1,7 +1,7 @@
-// NAME_call on a session (docs/c-interface.md, "Calls"): call_decode's model, on the session's
-// functions, the compiled tokenizer and the scratch the compiler added at the end of the arena.
-// Both backends define NAME_call with it: the object's runtime (needle_object.cpp) and the C++
-// source, which carries this header joined after the runtime and the tokenizer's.
+// NAME_call and NAME_extract on a session (docs/c-interface.md, "Calls", "Records"): call_decode's
+// model, on the session's functions, the compiled tokenizer and the scratch the compiler added at
+// the end of the arena. Both backends define NAME_call and NAME_extract with it: the object's runtime
+// (needle_object.cpp) and the C++ source, which carries this header joined after the runtime and the tokenizer's.
 #ifndef NEEDLE_RT_CALLS_SESSION_H
 #define NEEDLE_RT_CALLS_SESSION_H
 
@@ -47,6 +47,15 @@ inline int session_call(const ModelFacts &facts, StepFunction step, HeadFunction
   const CallTables t = call_tables(calls);
   CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
   return call_decode(t, m, text, length, threshold, out, cap, out_length, confidence);
+}
+
+/// NAME_extract on the record automaton's image `records`.
+inline int session_extract(const ModelFacts &facts, StepFunction step, HeadFunction confidence_head,
+                           const uint8_t *tokenizer, const uint8_t *records, void *session, const char *text,
+                           size_t length, char *out, size_t cap, size_t *out_length) {
+  const CallTables t = call_tables(records);
+  CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
+  return record_decode(t, m, text, length, out, cap, out_length);
 }
 
 /// NAME_call_probability: what the session's last NAME_call kept, 0 for none or a non-session.

@@ -2,6 +2,7 @@
 """Random tools.json files for the tool-call tests, covering every schema keyword needlec supports.
 
   random_tools.py SEED|run TOOLS [--comparable] > tools.json
+  random_tools.py SEED|run 1 --schema [--comparable] > schema.json
 
 SEED "run" draws a new seed and prints it to stderr (so a failing run can be repeated). Each
 tool's arguments are an object of one to five properties drawn from: strings (with and without
@@ -9,6 +10,8 @@ minLength/maxLength), integers with every kind of bound (inclusive, exclusive, o
 negative), numbers, booleans, null, lists of types, enum and const of mixed values, arrays with
 items and minItems/maxItems, nested objects with required and additionalProperties: false,
 anyOf and oneOf (of disjoint branches), and $ref to $defs; some optional, with descriptions.
+--schema writes one JSON Schema for needlec --schema's records instead: an object like a tool's
+arguments, or an array of values (roots that close, so that no end token is needed).
 --comparable leaves out what XGrammar (the masks' oracle, test/e2e/check_calls.py) does
 otherwise: minLength and maxLength, where its strings differ from JSON Schema's by design (no
 escapes, raw control characters), and integer bounds, which XGrammar 0.1.27 gets wrong (with
@@ -103,6 +106,15 @@ def obj(depth, defs):
         schema["additionalProperties"] = False
     return schema
 
+
+if "--schema" in sys.argv:
+    defs = {}
+    schema = obj(0, defs) if rng.random() < 0.7 else {"type": "array", "items": value(1, defs), "maxItems": 4}
+    if defs:
+        schema["$defs"] = defs
+    json.dump(schema, sys.stdout, ensure_ascii=False)
+    print()
+    sys.exit(0)
 
 tools = []
 for i in range(count):

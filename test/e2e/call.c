@@ -7,35 +7,13 @@
  * NAME_call_probability's (%.6f; 0 for no call) and the call's bytes, on a session that has
  * already served every query before it, in order. Every query is
  * also asked of a fresh session, and between two queries the reused session is put through a
- * "no call" (threshold 2), a query too long for it, and a call with no room for its output:
+ * query too long for it, a "no call" (threshold 2), and a call with no room for its output:
  * each answer must equal the fresh session's, bit for bit (the probability of an answer that is
  * not a call must be 0), or the program fails.
  * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>". C11. */
 #define _POSIX_C_SOURCE 200809L /* getline */
-#include NEEDLE_HEADER
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "model_name.h"
-#define MAX_QUERY CAT(NEEDLE_NAME, _MAX_QUERY)
-#define CAP 65536
-
-static void fail(const char *what, long value) {
-  fprintf(stderr, "call: %s (%ld)\n", what, value);
-  exit(1);
-}
-
-static FN(_session) * open_session(void) {
-  const size_t align = FN(_arena_align)();
-  const size_t size = (FN(_arena_size)() + align - 1) / align * align;
-  void *arena = aligned_alloc(align, size);
-  FN(_session) *s = arena ? FN(_open)(arena, size) : NULL;
-  if (!s)
-    fail("open", 0);
-  return s;
-}
+#define PROGRAM "call"
+#include "request.h"
 
 typedef struct {
   int status;
@@ -65,12 +43,7 @@ int main(int argc, char **argv) {
   char *line = NULL;
   size_t line_cap = 0;
   for (ssize_t n; (n = getline(&line, &line_cap, stdin)) > 0;) {
-    size_t len = 0;
-    for (const char *hex = line; hex[0] && hex[0] != '\n' && hex[1] && len <= MAX_QUERY; hex += 2) {
-      unsigned byte = 0;
-      sscanf(hex, "%2x", &byte);
-      text[len++] = (char)byte;
-    }
+    const size_t len = read_query(line, text);
     ask(reused, text, len, threshold, CAP, &got);
     FN(_session) *clean = open_session();
     ask(clean, text, len, threshold, CAP, &fresh);
@@ -83,15 +56,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < got.length && got.status == NEEDLE_OK; ++i)
       printf("%02x", (unsigned char)got.out[i]);
     printf("\n");
-    /* What may come between two requests. */
-    ask(reused, text, len, 2.0f, CAP, &other);
-    if (other.status != NEEDLE_NO_CALL || other.length != 0)
-      fail("a threshold of 2 must give no call", other.status);
+    /* What may come between two requests; the refused query first, right after a call, whose
+     * probability it must clear (ask checks). */
     static char too_long[MAX_QUERY + 1];
     memset(too_long, 'a', sizeof too_long);
     ask(reused, too_long, sizeof too_long, 0.0f, CAP, &other);
     if (other.status != NEEDLE_ERR_FULL)
       fail("a query past the limit must be refused", other.status);
+    ask(reused, text, len, 2.0f, CAP, &other);
+    if (other.status != NEEDLE_NO_CALL || other.length != 0)
+      fail("a threshold of 2 must give no call", other.status);
     if (got.status == NEEDLE_OK && got.length > 0) {
       ask(reused, text, len, threshold, got.length - 1, &other);
       if (other.status != NEEDLE_ERR_SPACE || other.length != got.length)

@@ -10,7 +10,7 @@
  * excluded), the step's token last: what test/e2e/check_calls.py holds against XGrammar's.
  * Every status is checked: a token the mask allows must advance, NAME_call_finished must say so
  * only at the end, and a call must end within its budget.
- * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>". C11. */
+ * Built with -DNEEDLE_NAME=<--name> -DNEEDLE_HEADER="<OUT.h>" [-DSTEPS=_extract: the records]. C11. */
 #include NEEDLE_HEADER
 
 #include <stdint.h>
@@ -20,6 +20,12 @@
 
 #include "model_name.h"
 #define WORDS CAT(NEEDLE_NAME, _CALL_MASK_WORDS)
+/* Which automaton: the calls' (NAME_call_mask and the rest), or with -DSTEPS=_extract the
+ * record automaton's (NAME_extract_mask and the rest). */
+#ifndef STEPS
+#define STEPS _call
+#endif
+#define STEP(x) CAT(FN(STEPS), x)
 #define MAX_TOKENS 4096
 
 static uint64_t random_state;
@@ -54,10 +60,10 @@ static void print_ranges(const uint32_t *bits, uint32_t vocab) {
 /* One call under `budget` tokens into tokens[]; returns how many, or 0 when it cannot fit. */
 static size_t walk(size_t budget, int32_t *tokens, uint32_t *bits, uint32_t vocab) {
   FN(_call_state) state;
-  FN(_call_begin)(&state);
+  STEP(_begin)(&state);
   size_t n = 0;
-  while (FN(_call_finished)(&state) == 0) {
-    const int status = FN(_call_mask)(&state, budget - n, bits);
+  while (STEP(_finished)(&state) == 0) {
+    const int status = STEP(_mask)(&state, budget - n, bits);
     if (status == NEEDLE_ERR_FULL && n == 0)
       return 0;
     if (status != NEEDLE_OK)
@@ -69,7 +75,7 @@ static size_t walk(size_t budget, int32_t *tokens, uint32_t *bits, uint32_t voca
     for (;; ++id)
       if (((bits[id / 32] >> (id % 32)) & 1u) && pick-- == 0)
         break;
-    if (id >= vocab || FN(_call_advance)(&state, (int32_t)id) != NEEDLE_OK)
+    if (id >= vocab || STEP(_advance)(&state, (int32_t)id) != NEEDLE_OK)
       fail("an allowed token does not advance", (long)id);
     tokens[n++] = (int32_t)id;
   }
@@ -89,8 +95,8 @@ int main(int argc, char **argv) {
   static int32_t tokens[MAX_TOKENS];
   FN(_call_state) bad;
   memset(&bad, 0xA5, sizeof bad);
-  if (FN(_call_mask)(&bad, 100, bits) != NEEDLE_ERR_ARG || FN(_call_advance)(&bad, 0) != NEEDLE_ERR_ARG ||
-      FN(_call_finished)(&bad) != NEEDLE_ERR_ARG)
+  if (STEP(_mask)(&bad, 100, bits) != NEEDLE_ERR_ARG || STEP(_advance)(&bad, 0) != NEEDLE_ERR_ARG ||
+      STEP(_finished)(&bad) != NEEDLE_ERR_ARG)
     fail("a state never begun is not refused", 0);
   for (long c = 0; c < count; ++c) {
     size_t n = 0;
@@ -112,13 +118,13 @@ int main(int argc, char **argv) {
     if (!masks)
       continue;
     FN(_call_state) state;
-    FN(_call_begin)(&state);
+    STEP(_begin)(&state);
     for (size_t i = 0; i <= n; ++i) {
-      const int status = FN(_call_mask)(&state, SIZE_MAX, bits);
+      const int status = STEP(_mask)(&state, SIZE_MAX, bits);
       if (status != (i < n ? NEEDLE_OK : NEEDLE_ERR_FULL))
         fail("mask with no budget", status);
       print_ranges(bits, vocab);
-      if (i < n && FN(_call_advance)(&state, tokens[i]) != NEEDLE_OK)
+      if (i < n && STEP(_advance)(&state, tokens[i]) != NEEDLE_OK)
         fail("advance on replay", tokens[i]);
     }
   }

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """End to end through a backend for a model's compiled tool-call automaton.
 
-  check_calls.py TOOLS WORK E2E TOKENIZER_DIR TOOLS_JSON NPM_DIR [--end TOKEN] [--calls N] [--masks K]
-                 [--queries FILE] [--prompt FILE] [--max-seq N]
+  check_calls.py TOOLS WORK E2E TOKENIZER_DIR TOOLS_JSON NPM_DIR [--records] [--end TOKEN] [--calls N]
+                 [--masks K] [--queries FILE] [--prompt FILE] [--max-seq N]
                  [--emit cpp | --emit obj --target T] [--cc CC] [--cxx CXX] [--ld LD] [--run PREFIX]
 
 Synthesizes a tiny model whose vocab_size is the tokenizer's, gives it TOKENIZER_DIR's
@@ -22,6 +22,11 @@ test/e2e/calls.c, links and runs it (under --run), and checks:
   would make the call's bytes no prefix of valid UTF-8 (as Python's strict decoder says) or write
   such an escape are dropped from it, and must never be in ours.
 
+With --records, TOOLS_JSON is one JSON Schema, compiled with needlec --schema (and --prompt is
+its --schema-prompt): the same checks on its records, drawn through NAME_extract_mask and the
+rest (calls.c built with -DSTEPS=_extract), held against the schema itself, and NAME_extract on
+each query (test/e2e/extract.c) must write a valid record.
+
 The calls drawn are left in WORK/c.calls, so that targets can be compared. Prints one MATCH
 line for each, or MISMATCH with the first differences, and exits 1 on any.
 """
@@ -38,6 +43,7 @@ from vocabulary import token_bytes
 p = argparse.ArgumentParser()
 for name in ("tools", "work", "e2e", "tokenizer", "tools_json", "npm"):
     p.add_argument(name)
+p.add_argument("--records", action="store_true", help="TOOLS_JSON is a JSON Schema: check its records")
 p.add_argument("--end", help="needlec's --call-end")
 p.add_argument("--calls", type=int, default=200)
 p.add_argument("--masks", type=int, default=5)
@@ -57,8 +63,7 @@ count = max([*spec["model"]["vocab"].values(), *(a["id"] for a in spec.get("adde
 end = next((a for a in spec.get("added_tokens", []) if a["content"] == args.end), None) if args.end else None
 
 # The call language as one JSON Schema (docs/tool-calls.md): one of the tools' calls, each tool's
-# $defs moved to the root (as tool i's "i.NAME"), where references resolve.
-tools = [t.get("function", t) for t in json.load(open(args.tools_json, encoding="utf-8"))]
+# $defs moved to the root (as tool i's "i.NAME"), where references resolve. Records: the schema.
 definitions = {}
 
 
@@ -69,26 +74,42 @@ def rooted(i, parameters):
     return json.loads(json.dumps(parameters).replace('"#/$defs/', f'"#/$defs/{i}.'))
 
 
-call_schema = {"anyOf": [{"type": "object",
-                          "properties": {"name": {"const": t["name"]},
-                                         "arguments": rooted(i, t.get("parameters", {"type": "object"}))},
-                          "required": ["name", "arguments"], "additionalProperties": False}
-                         for i, t in enumerate(tools)]}
-if definitions:
-    call_schema["$defs"] = definitions
+if args.records:
+    call_schema = json.load(open(args.tools_json, encoding="utf-8"))
+    tools = []
+else:
+    tools = [t.get("function", t) for t in json.load(open(args.tools_json, encoding="utf-8"))]
+    call_schema = {"anyOf": [{"type": "object",
+                              "properties": {"name": {"const": t["name"]},
+                                             "arguments": rooted(i, t.get("parameters", {"type": "object"}))},
+                              "required": ["name", "arguments"], "additionalProperties": False}
+                             for i, t in enumerate(tools)]}
+    if definitions:
+        call_schema["$defs"] = definitions
+
+
+def declared_order(value):
+    """The keys `value` (a call's arguments, or a record) may have, in the schema's order; None when
+    the schema gives no order to check."""
+    if args.records:
+        return list(call_schema.get("properties", {})) if isinstance(value, dict) else None
+    return list(next(t for t in tools if t["name"] == value["name"]).get("parameters", {}).get("properties", {}))
+
 
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "c")
-needlec_flags = ["--tools", args.tools_json] + (["--call-end", args.end] if args.end else [])
+needlec_flags = [("--schema" if args.records else "--tools"), args.tools_json] + (["--call-end", args.end] if args.end else [])
 if not args.queries and not args.prompt:
     # NAME_call is not run: a prompt without the tools, which may be too many for max_seq_len.
     args.prompt = os.path.join(args.work, "prompt.txt")
     with open(args.prompt, "w") as f:
         f.write("{{query}}")
 if args.prompt:
-    needlec_flags += ["--prompt", args.prompt]
-runner, caller = build_with_tokenizer(args, args.tokenizer, count, base,
-                                      [os.path.join(args.e2e, "calls.c"), os.path.join(args.e2e, "call.c")],
+    needlec_flags += ["--schema-prompt" if args.records else "--prompt", args.prompt]
+if args.records:
+    args.cc += " -DSTEPS=_extract"
+request_c = os.path.join(args.e2e, "extract.c" if args.records else "call.c")
+runner, caller = build_with_tokenizer(args, args.tokenizer, count, base, [os.path.join(args.e2e, "calls.c"), request_c],
                                       needlec_flags, ["--set", f"max_seq_len={args.max_seq}"])
 
 
@@ -117,9 +138,9 @@ verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests
 bad = [(text, v) for (_, text), v in zip(calls, verdicts) if not v.get("valid")]
 order = []
 for _, text in calls:
-    call = json.loads(text)
-    declared = list(next(t for t in tools if t["name"] == call["name"]).get("parameters", {}).get("properties", {}))
-    if [k for k in declared if k in call["arguments"]] != list(call["arguments"]):
+    value = json.loads(text)
+    declared, keys = declared_order(value), value if args.records else value["arguments"]
+    if declared is not None and [k for k in declared if k in keys] != list(keys):
         order.append(text)
 if bad or order or len(verdicts) != len(calls):
     failed = True
@@ -182,16 +203,20 @@ else:
 
 if args.queries:
     queries = [json.loads(line) for line in open(args.queries, encoding="utf-8") if line.strip()]
-    answers = run(*caller, "0.5", input="".join(q.encode("utf-8").hex() + "\n" for q in queries)).splitlines()
-    made = [bytes.fromhex(a.split()[3]).decode("utf-8") for a in answers if a.split()[0] == "0"]
-    declined = sum(a.split()[0] == "1" for a in answers)
+    answers = run(*caller, *([] if args.records else ["0.5"]),
+                  input="".join(q.encode("utf-8").hex() + "\n" for q in queries)).splitlines()
+    made = [bytes.fromhex(a.split()[-1]).decode("utf-8") for a in answers if a.split()[0] == "0"]
+    declined = sum(a.split()[0] == "1" for a in answers) if not args.records else 0
     requests = "".join(json.dumps({"schema": call_schema, "text": text}) + "\n" for text in made)
     verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests).splitlines()]
     invalid = [text for text, v in zip(made, verdicts) if not v.get("valid")]
+    what = "NAME_extract" if args.records else "NAME_call"
     if len(answers) != len(queries) or invalid or len(made) + declined != len(queries):
         failed = True
-        print(f"MISMATCH NAME_call: {len(answers)} answers to {len(queries)} queries, {len(invalid)} invalid "
+        print(f"MISMATCH {what}: {len(answers)} answers to {len(queries)} queries, {len(invalid)} invalid "
               f"{invalid[:1]}, {len(queries) - len(made) - declined} errors")
+    elif args.records:
+        print(f"MATCH NAME_extract: {len(made)} valid records, each as on a fresh session")
     else:
         print(f"MATCH NAME_call: {len(made)} valid calls, {declined} declined, each as on a fresh session")
 sys.exit(1 if failed else 0)

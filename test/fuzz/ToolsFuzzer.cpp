@@ -1,10 +1,12 @@
 // fuzz-tools: a tools.json through parseTools, callLanguage and the byte and token automata
-// (compiler/Calls), over a vocabulary of every ASCII byte and a few longer tokens. A file they
-// accept must give an automaton whose shortest call, forced token by token by a budget of its
+// (compiler/Calls), over a vocabulary of every ASCII byte and a few longer tokens; a file whose
+// top level is an object is a --schema's JSON Schema, through recordLanguage. A file they accept
+// must give an automaton whose shortest call or record, forced token by token by a budget of its
 // length (runtime/calls/calls.h), finishes and is a text the byte automaton accepts.
 #include "Calls/Schema.h"
 #include "Calls/TokenAutomaton.h"
 #include "FuzzHarness.h"
+#include "Support/Json.h"
 
 #include <string>
 #include <vector>
@@ -14,9 +16,11 @@ using namespace needle;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);
   return fuzz::guarded([&] {
-    const std::vector<calls::Tool> tools = calls::parseTools(text, "tools.json");
-    const calls::ByteAutomaton bytes =
-        calls::buildByteAutomaton(calls::callLanguage(tools, "tools.json"), "tools.json");
+    const json::Value file = json::parse(text, "tools.json");
+    const calls::LangPtr language = file.kind == json::Value::Kind::Object
+                                        ? calls::recordLanguage(file, "schema.json")
+                                        : calls::callLanguage(calls::parseTools(text, "tools.json"), "tools.json");
+    const calls::ByteAutomaton bytes = calls::buildByteAutomaton(language, "tools.json");
     std::vector<std::optional<std::string>> vocabulary;
     for (int b = 0; b < 128; ++b)
       vocabulary.push_back(std::string(1, char(b)));

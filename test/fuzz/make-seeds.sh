@@ -34,10 +34,11 @@ cp "$tmp/tiny/config.json" "$out"/config/tiny.json
 cp "$tmp/needle3/config.json" "$out"/config/needle3.json
 cp "$tmp/small-cq/model.safetensors" "$out"/safetensors/small-cq.safetensors
 
-# Tools files: the example's, and generated ones covering every schema keyword.
+# Tools files: the example's, and generated ones covering every schema keyword; record schemas too.
 cp ../../examples/tools.json "$out"/tools/example.json
 for seed in 1 2 3 4 5; do
   python3 ../calls/random_tools.py $seed 2 > "$out"/tools/random-$seed.json
+  python3 ../calls/random_tools.py $seed 1 --schema > "$out"/tools/schema-$seed.json
 done
 
 # The lit tests' needle IR without their comments, one file per split-input-file case.

@@ -5,6 +5,7 @@
 #include "Calls/Schema.h"
 #include "Calls/TokenAutomaton.h"
 #include "Support/Error.h"
+#include "Support/Json.h"
 
 #include <gtest/gtest.h>
 
@@ -285,6 +286,41 @@ TEST(CallsTest, TheEndTokenIsNeverPartOfACallsText) {
   EXPECT_TRUE((bits[end / 32] >> (end % 32)) & 1);
   ASSERT_EQ(needle_rt::call_advance(tables, &state, end), needle_rt::status_ok);
   EXPECT_EQ(needle_rt::call_finished(tables, &state), 1);
+}
+
+/// The automaton of the records of `schema` (--schema).
+ByteAutomaton recordsOf(const std::string &schema) {
+  return buildByteAutomaton(recordLanguage(json::parse(schema, "schema.json"), "schema.json"), "schema.json");
+}
+
+TEST(CallsTest, ARecordIsOneValueOfItsSchemaWhateverTheRootsType) {
+  const ByteAutomaton integers = recordsOf(R"({"type": "integer", "minimum": -3, "maximum": 12})");
+  for (int64_t n = -20; n <= 20; ++n)
+    EXPECT_EQ(accepts(integers, std::to_string(n)), n >= -3 && n <= 12) << n;
+  EXPECT_FALSE(accepts(integers, "\"1\""));
+  const ByteAutomaton names = recordsOf(R"({"type": "array", "items": {"$ref": "#/$defs/name"}, "maxItems": 2,
+                                           "$defs": {"name": {"enum": ["a", "b"]}}})");
+  for (const char *text : {"[]", R"(["a"])", R"(["b","a"])"})
+    EXPECT_TRUE(accepts(names, text)) << text;
+  for (const char *text : {R"(["a","b","a"])", R"(["c"])", R"([ "a"])", R"({"name":"f","arguments":["a"]})"})
+    EXPECT_FALSE(accepts(names, text)) << text;
+  const ByteAutomaton object = recordsOf(R"({"type": "object", "properties": {"x": {"type": "boolean"}}})");
+  EXPECT_TRUE(accepts(object, R"({"x":true})"));
+  EXPECT_TRUE(accepts(object, "{}"));
+}
+
+TEST(CallsTest, ARecordsErrorsNameTheKeywordFromTheRoot) {
+  try {
+    recordsOf(R"({"type": "object", "properties": {"when": {"type": "string", "format": "date"}}})");
+    FAIL() << "no error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "schema.json: $.properties.when.format: the keyword is not supported (docs/tool-calls.md "
+                           "lists those that are)");
+  }
+  // A bare number can go on into a longer one: without an end token there is no end.
+  const ByteAutomaton integers = recordsOf(R"({"type": "integer"})");
+  EXPECT_THROW(buildCallAutomaton(integers, asciiTokens(), -1, {}, "schema.json"), Error);
+  EXPECT_NO_THROW(buildCallAutomaton(integers, asciiTokens(), 0, {}, "schema.json"));
 }
 
 } // namespace

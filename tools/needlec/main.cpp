@@ -130,12 +130,16 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
     fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
   if (cl.has("stop") && !object && emit != EmitKind::Cpp)
     fail("--stop: only meaningful with --emit obj, cpp, llvm or asm, which build NAME_info's stop ids");
-  for (const char *flag : {"tools", "call-end", "prompt", "max-query"})
+  for (const char *flag : {"tools", "schema", "call-end", "prompt", "schema-prompt", "max-query"})
     if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
-      fail("--{}: only meaningful with --emit obj or cpp, which compile the calls in", flag);
-  for (const char *flag : {"call-end", "prompt", "max-query"})
-    if (cl.has(flag) && !cl.has("tools"))
-      fail("--{}: only meaningful with --tools", flag);
+      fail("--{}: only meaningful with --emit obj or cpp, which compile the calls and records in", flag);
+  if (cl.has("prompt") && !cl.has("tools"))
+    fail("--prompt: only meaningful with --tools");
+  if (cl.has("schema-prompt") && !cl.has("schema"))
+    fail("--schema-prompt: only meaningful with --schema");
+  for (const char *flag : {"call-end", "max-query"})
+    if (cl.has(flag) && !cl.has("tools") && !cl.has("schema"))
+      fail("--{}: only meaningful with --tools or --schema", flag);
 }
 
 /// Checks --passes, which only --emit mlir takes, and -o - where --emit writes files.
@@ -217,12 +221,19 @@ int run(int argc, char **argv) {
        {"tools", "FILE",
         "a tools.json: compile the automaton of valid calls of these tools into the model "
         "(docs/tool-calls.md)"},
-       {"call-end", "TOKEN",
-        "the added token that ends a call (default: the tokenizer's EOS; none: the call's closing brace)"},
        {"prompt", "FILE",
         "the text NAME_call feeds around the user's words: {{tools}} and {{query}} in it (default: "
         "\"Tools: {{tools}}\\nRequest: {{query}}\\nCall:\")"},
-       {"max-query", "BYTES", "the longest query NAME_call takes (default 1024); the arena grows with it"},
+       {"schema", "FILE",
+        "a JSON Schema: compile the automaton of its values (typed records, NAME_extract) into the model"},
+       {"schema-prompt", "FILE",
+        "the text NAME_extract feeds around the user's words: {{schema}} and {{query}} in it (default: "
+        "\"Schema: {{schema}}\\nText: {{query}}\\nRecord:\")"},
+       {"call-end", "TOKEN",
+        "the added token that ends a call or a record (default: the tokenizer's EOS; none: where its JSON "
+        "closes)"},
+       {"max-query", "BYTES",
+        "the longest query NAME_call and NAME_extract take (default 1024); the arena grows with it"},
        {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
        {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
        {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
@@ -254,7 +265,7 @@ int run(int argc, char **argv) {
   // The named inputs, before any work; as outputs are staged, PendingOutput refuses every file the
   // run read (a model directory's files, the weights beside the IR).
   std::vector<fs::path> inputs = {options.input};
-  for (const char *flag : {"lora", "tokenizer", "tools", "prompt"})
+  for (const char *flag : {"lora", "tokenizer", "tools", "prompt", "schema", "schema-prompt"})
     if (auto file = cl.value(flag); file && *file != "none")
       inputs.push_back(*file);
   for (const std::string &written : outputsOf(options.emit, options.output))
@@ -274,6 +285,10 @@ int run(int argc, char **argv) {
   options.callEnd = cl.value("call-end").value_or("");
   if (auto prompt = cl.value("prompt"))
     options.prompt = *prompt;
+  if (auto schema = cl.value("schema"))
+    options.schema = *schema;
+  if (auto prompt = cl.value("schema-prompt"))
+    options.schemaPrompt = *prompt;
   if (auto maxQuery = cl.integer("max-query")) {
     if (*maxQuery < 1 || *maxQuery > (int64_t(1) << 24))
       fail("--max-query: {} is not between 1 and 16777216 bytes", *maxQuery);
