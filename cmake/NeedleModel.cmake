@@ -2,7 +2,8 @@
 #                  [TARGET <t>] [MCPU <cpu>] [MATTR <features>] [KERNELS native|portable]
 #                  [ACTIVATIONS float|int8] [BATCH <n>] [MAX_SEQ <n>] [CODEBOOK needle|lloyd-max]
 #                  [LORA <adapter.safetensors>] [TOKENIZER <tokenizer.json>|none] [STOP <tokens>|none]
-#                  [TOOLS <tools.json>] [PROMPT <file>] [CALL_END <token>] [MAX_QUERY <bytes>])
+#                  [TOOLS <tools.json>] [PROMPT <file>] [SCHEMA <schema.json>] [SCHEMA_PROMPT <file>]
+#                  [CALL_END <token>] [MAX_QUERY <bytes>])
 #
 # Compiles a Needle model with needlec at build time and adds a static library <target> holding
 # it; link it and include "<name>.h" (NAME defaults to <target>; it prefixes every symbol, so
@@ -39,9 +40,10 @@ function(_needle_model_flags prefix)
       list(APPEND flags --${flag} ${${prefix}_${option}})
     endif()
   endforeach()
-  foreach(option LORA TOKENIZER TOOLS PROMPT)
+  foreach(option LORA TOKENIZER TOOLS PROMPT SCHEMA SCHEMA_PROMPT)
     if(DEFINED ${prefix}_${option})
       string(TOLOWER ${option} flag)
+      string(REPLACE "_" "-" flag ${flag})
       if(option STREQUAL "TOKENIZER" AND ${prefix}_${option} STREQUAL "none")
         list(APPEND flags --tokenizer none)
         continue()
@@ -57,7 +59,7 @@ endfunction()
 
 function(needle_add_model target)
   set(options_with_value MODEL LAYERS NAME EMIT TARGET MCPU MATTR KERNELS ACTIVATIONS BATCH MAX_SEQ CODEBOOK
-                         LORA TOKENIZER STOP TOOLS PROMPT CALL_END MAX_QUERY)
+                         LORA TOKENIZER STOP TOOLS PROMPT SCHEMA SCHEMA_PROMPT CALL_END MAX_QUERY)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "${options_with_value}" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "needle_add_model(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")

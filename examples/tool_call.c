@@ -3,7 +3,8 @@
  * message, a search) with valid arguments, or "no call" when the confidence head says the model
  * should not act. The call is valid whatever the weights: the automaton needlec compiled from
  * the tools' schemas (docs/tool-calls.md) masks every token. Plain C11; the model is whatever
- * needle_add_model() compiled with TOOLS, named agent.
+ * needle_add_model() compiled with TOOLS, named agent; compiled with a SCHEMA too, the program
+ * also prints the typed record the text gives (agent_extract).
  *
  *   tool_call [TEXT [THRESHOLD]]      e.g. tool_call "Wake me up at seven" 0.5
  */
@@ -49,6 +50,15 @@ int main(int argc, char **argv) {
     printf("error: status %d\n", status);
   printf("text to call: %.1f ms, %zu tokens in the session (%.0f tokens/s)\n", 1e3 * elapsed, agent_position(s),
          (double)agent_position(s) / elapsed);
+#ifdef agent_HAS_EXTRACT
+  static char record[16384];
+  size_t record_length = 0;
+  const int extracted = agent_extract(s, text, strlen(text), record, sizeof record, &record_length);
+  if (extracted == NEEDLE_OK)
+    printf("record: %.*s\n", (int)record_length, record);
+  else
+    printf("record: error, status %d\n", extracted);
+#endif
   free(arena);
   return status == NEEDLE_OK || status == NEEDLE_NO_CALL ? 0 : 1;
 }
