@@ -216,7 +216,8 @@ if args.queries:
         print(f"MISMATCH {what}: {len(answers)} answers to {len(queries)} queries, {len(invalid)} invalid "
               f"{invalid[:1]}, {len(queries) - len(made) - declined} errors")
     elif args.records:
-        print(f"MATCH NAME_extract: {len(made)} valid records, each as on a fresh session")
+        print(f"MATCH NAME_extract: {len(made)} valid record{'' if len(made) == 1 else 's'}, each as on a fresh "
+              "session")
     else:
         print(f"MATCH NAME_call: {len(made)} valid calls, {declined} declined, each as on a fresh session")
 sys.exit(1 if failed else 0)
