@@ -4,7 +4,10 @@
 #include "Tokenizer/Unicode.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <optional>
+#include <tuple>
 
 namespace needle::tokenizer {
 
@@ -18,11 +21,16 @@ constexpr size_t kMaxStates = 1 << 12;
 /// the symbols are found (Llama 3's has about 26).
 constexpr size_t kMaxClasses = 128;
 
+/// Which character classes hold a code point, one bit per class.
+using ClassSet = std::array<uint64_t, kMaxClasses / 64>;
+
+bool holds(const ClassSet &set, size_t k) { return set[k / 64] >> (k % 64) & 1; }
+
 /// The symbols: code points grouped by which classes contain them.
 struct Symbols {
-  std::vector<std::vector<bool>> members; // by symbol: does class k contain it
+  std::vector<ClassSet> members; // by symbol
 
-  uint16_t symbolFor(const std::vector<bool> &key, std::map<std::vector<bool>, uint16_t> &ids) {
+  uint16_t symbolFor(const ClassSet &key, std::map<ClassSet, uint16_t> &ids) {
     auto [it, added] = ids.emplace(key, static_cast<uint16_t>(members.size()));
     if (added)
       members.push_back(key);
@@ -30,26 +38,76 @@ struct Symbols {
   }
 };
 
+/// The classes holding each code point. A code point outside every class's ranges (and, for
+/// caseless classes, whose folding is outside them and their folded members) is held by the
+/// classes its facts decide, so code points with the same facts share one answer: testing every
+/// class on every code point was most of what needlec spent compiling a tokenizer.
+class ClassMembership {
+public:
+  explicit ClassMembership(const std::vector<CharClass> &classes) : classes_(classes) {
+    caseless_ = std::any_of(classes.begin(), classes.end(), [](const CharClass &k) { return k.caseless; });
+    for (const CharClass &k : classes) {
+      listed_.insert(listed_.end(), k.ranges.begin(), k.ranges.end());
+      for (char32_t c : k.foldedMembers)
+        listed_.emplace_back(c, c);
+    }
+    std::sort(listed_.begin(), listed_.end());
+    std::vector<std::pair<char32_t, char32_t>> merged;
+    for (const auto &range : listed_)
+      if (!merged.empty() && range.first <= merged.back().second + 1)
+        merged.back().second = std::max(merged.back().second, range.second);
+      else
+        merged.push_back(range);
+    listed_ = std::move(merged);
+  }
+
+  ClassSet of(char32_t c) {
+    const CodePointFacts facts = CodePointFacts::of(c);
+    const CodePointFacts folded = caseless_ ? CodePointFacts::of(foldCase(c)) : CodePointFacts{};
+    if (c >= kInvalidByte || isListed(c) || (caseless_ && isListed(folded.c)))
+      return test(facts, folded);
+    const FactsKey key{facts.categories, facts.whiteSpace, folded.categories, folded.whiteSpace};
+    auto [it, added] = byFacts_.try_emplace(key);
+    if (added)
+      it->second = test(facts, folded);
+    return it->second;
+  }
+
+private:
+  using FactsKey = std::tuple<uint32_t, bool, uint32_t, bool>;
+
+  bool isListed(char32_t c) const {
+    const auto after = std::upper_bound(listed_.begin(), listed_.end(), c,
+                                        [](char32_t x, const auto &range) { return x < range.first; });
+    return after != listed_.begin() && std::prev(after)->second >= c;
+  }
+
+  ClassSet test(const CodePointFacts &facts, const CodePointFacts &folded) const {
+    ClassSet set{};
+    for (size_t k = 0; k < classes_.size(); ++k)
+      if (classes_[k].contains(facts, folded))
+        set[k / 64] |= uint64_t(1) << (k % 64);
+    return set;
+  }
+
+  const std::vector<CharClass> &classes_;
+  bool caseless_ = false;
+  std::vector<std::pair<char32_t, char32_t>> listed_; // every class's ranges and folded members, merged
+  std::map<FactsKey, ClassSet> byFacts_;
+};
+
 Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
   Symbols symbols;
-  std::map<std::vector<bool>, uint16_t> ids;
+  std::map<ClassSet, uint16_t> ids;
   const std::vector<CharClass> &classes = regex.classes();
   if (classes.size() > kMaxClasses)
     fail("the pattern has {} character classes; a scanner takes at most {}", classes.size(), kMaxClasses);
-  const bool caseless = std::any_of(classes.begin(), classes.end(), [](const CharClass &k) { return k.caseless; });
-  // Which classes hold c, each code point's facts looked up once for all classes (needlec
-  // compiles a tokenizer's scanners on every run; this loop was most of it).
-  auto fill = [&](char32_t c, std::vector<bool> &in) {
-    const CodePointFacts facts = CodePointFacts::of(c);
-    const CodePointFacts folded = caseless ? CodePointFacts::of(foldCase(c)) : CodePointFacts{};
-    for (size_t k = 0; k < classes.size(); ++k)
-      in[k] = classes[k].contains(facts, folded);
-  };
+  ClassMembership membership(classes);
   // Neighbouring code points mostly share their classes: look a key up only when it changes.
-  std::vector<bool> in(classes.size()), previous;
+  std::optional<ClassSet> previous;
   uint16_t symbol = 0;
   for (char32_t c = 0; c <= 0x10FFFF; ++c) {
-    fill(c, in);
+    const ClassSet in = membership.of(c);
     if (in != previous) {
       symbol = symbols.symbolFor(in, ids);
       previous = in;
@@ -59,10 +117,9 @@ Symbols buildSymbols(const Regex &regex, ScannerTables &tables) {
       tables.symbolOf.push_back(symbol);
     }
   }
-  fill(kInvalidByte, in);
-  tables.invalidSymbol = symbols.symbolFor(in, ids);
+  tables.invalidSymbol = symbols.symbolFor(membership.of(kInvalidByte), ids);
   tables.endSymbol = static_cast<uint16_t>(symbols.members.size()); // in no class
-  symbols.members.push_back(std::vector<bool>(classes.size()));
+  symbols.members.push_back(ClassSet{});
   return symbols;
 }
 
@@ -112,7 +169,7 @@ private:
   /// which cuts every thread after it.
   bool step(const std::vector<int32_t> &items, uint16_t symbol, std::vector<int32_t> &next, std::vector<bool> &seenNext,
             bool &accept) const {
-    const std::vector<bool> &in = symbols_.members[symbol];
+    const ClassSet &in = symbols_.members[symbol];
     for (int32_t pc : items) {
       const Regex::Instruction &instruction = program_[pc];
       switch (instruction.op) {
@@ -120,12 +177,12 @@ private:
         accept = true;
         return true;
       case Op::Class:
-        if (in[instruction.x])
+        if (holds(in, static_cast<size_t>(instruction.x)))
           closure(pc + 1, next, seenNext);
         break;
       case Op::AssertNext:
       case Op::AssertNotNext:
-        if (in[instruction.x] == (instruction.op == Op::AssertNext)) {
+        if (holds(in, static_cast<size_t>(instruction.x)) == (instruction.op == Op::AssertNext)) {
           std::vector<int32_t> after;
           std::vector<bool> seen(program_.size());
           closure(pc + 1, after, seen);
