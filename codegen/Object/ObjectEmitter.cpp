@@ -228,6 +228,7 @@ void defineImage(llvm::Module &module, const std::string &global, const std::vec
     fail("internal: the runtime declares no {}", global);
   if (image.empty()) {
     eraseFunctions(module, functions);
+    declared->removeDeadConstantUsers(); // the addresses those functions' loads had folded in
     if (!declared->use_empty())
       fail("internal: {} is used beyond the functions that read it", global);
     declared->eraseFromParent();
@@ -298,11 +299,11 @@ void exportInterface(llvm::Module &module, const std::string &name, const Kernel
   });
 }
 
-/// Every function gets the target's CPU and features, as clang would give them.
+/// Every function gets the target's CPU and features, as clang would give them; declarations too,
+/// or the C library's functions would keep the bitcode's (Arm's code generator refuses a call
+/// from Thumb code to a memcmp declared with -thumb-mode).
 void setTargetAttributes(llvm::Module &module, const TargetSpec &target) {
   for (llvm::Function &function : module) {
-    if (function.isDeclaration())
-      continue;
     function.removeFnAttr("target-cpu");
     function.removeFnAttr("target-features");
     function.removeFnAttr("tune-cpu");
@@ -324,9 +325,11 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
+  // The runtime's bitcode was simplified when needlec was built (codegen/Object/CMakeLists.txt):
+  // what is left per model is what full LTO does after linking, dead code dropped first.
   llvm::ModulePassManager pipeline;
   pipeline.addPass(llvm::GlobalDCEPass());
-  pipeline.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+  pipeline.addPass(builder.buildLTODefaultPipeline(llvm::OptimizationLevel::O3, nullptr));
   pipeline.run(module, modules);
 }
 
