@@ -7,7 +7,7 @@
 # they produced and how fast, and check that the two agree; and with the example's tools compiled
 # in, turn a request into a tool call (valid whatever the weights: docs/tool-calls.md). Then
 # train a tiny model on those tools (needle-train) and print its calls at depths 2, 4 and 6, on
-# the host and on aarch64 (docs/training.md).
+# the host, on aarch64 and on wasm32 in Node (docs/training.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -80,23 +80,27 @@ fi
 requests=("please set an alarm at 6:45 am for yoga" "text olivia saying dinner ready soon"
   "find 5 results on volcanoes" "search the news for guitars, 3 results" "how are you today")
 
-echo "== the trained model's calls at depths 2, 4 and 6, compiled from the same weights, on the host and on aarch64"
+echo "== the trained model's calls at depths 2, 4 and 6, compiled from the same weights, on the host, on aarch64 and on wasm32 in Node"
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+declare -A compiler=([host]="cc" [aarch64]="aarch64-linux-gnu-gcc" [wasm32]="clang-19 --target=wasm32-wasi")
+declare -A runner=([aarch64]="${qemu[*]}" [wasm32]="node examples/run_wasi.mjs")
 for depth in 2 4 6; do
-  for target in host aarch64; do
+  for target in host aarch64 wasm32; do
     out="$work/agent-$target-$depth"
     mkdir -p "$out"
     "$bin/needlec" "$agent" --layers "$depth" --tools examples/tools.json --prompt "$agent/prompt.txt" --name agent \
       --target "$target" -o "$out/agent"
-    compiler=(cc) && [ "$target" = aarch64 ] && compiler=(aarch64-linux-gnu-gcc)
-    "${compiler[@]}" -std=c11 -O2 -I "$out" examples/tool_call.c "$out/agent.o" -lm -o "$out/tool_call"
+    ${compiler[$target]} -std=c11 -O2 -I "$out" examples/tool_call.c "$out/agent.o" -lm -o "$out/tool_call"
   done
   for request in "${requests[@]}"; do
     host=$("$work/agent-host-$depth/tool_call" "$request" 0.5)
-    arm=$("${qemu[@]}" "$work/agent-aarch64-$depth/tool_call" "$request" 0.5)
     answer=$(grep -E "^(call|no call)" <<<"$host")
-    same=$([ "$answer" = "$(grep -E "^(call|no call)" <<<"$arm")" ] && echo "aarch64 agrees" || echo "AARCH64 DIFFERS")
-    printf 'depth %s  %-34s -> %s  (%s, %s)\n' "$depth" "\"$request\"" "$answer" \
-      "$(sed -n 's/^text to call: \([0-9.]* ms\).*/\1/p' <<<"$host")" "$same"
+    agree=()
+    for target in aarch64 wasm32; do
+      other=$(${runner[$target]} "$work/agent-$target-$depth/tool_call" "$request" 0.5 | grep -E "^(call|no call)")
+      agree+=("$([ "$answer" = "$other" ] && echo "$target agrees" || echo "${target^^} DIFFERS")")
+    done
+    printf 'depth %s  %-34s -> %s  (%s, %s, %s)\n' "$depth" "\"$request\"" "$answer" \
+      "$(sed -n 's/^text to call: \([0-9.]* ms\).*/\1/p' <<<"$host")" "${agree[0]}" "${agree[1]}"
   done
 done
