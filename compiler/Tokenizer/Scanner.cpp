@@ -46,19 +46,18 @@ class ClassMembership {
 public:
   explicit ClassMembership(const std::vector<CharClass> &classes) : classes_(classes) {
     caseless_ = std::any_of(classes.begin(), classes.end(), [](const CharClass &k) { return k.caseless; });
+    std::vector<std::pair<char32_t, char32_t>> ranges;
     for (const CharClass &k : classes) {
-      listed_.insert(listed_.end(), k.ranges.begin(), k.ranges.end());
+      ranges.insert(ranges.end(), k.ranges.begin(), k.ranges.end());
       for (char32_t c : k.foldedMembers)
-        listed_.emplace_back(c, c);
+        ranges.emplace_back(c, c);
     }
-    std::sort(listed_.begin(), listed_.end());
-    std::vector<std::pair<char32_t, char32_t>> merged;
-    for (const auto &range : listed_)
-      if (!merged.empty() && range.first <= merged.back().second + 1)
-        merged.back().second = std::max(merged.back().second, range.second);
+    std::sort(ranges.begin(), ranges.end());
+    for (const auto &range : ranges)
+      if (!listed_.empty() && range.first <= listed_.back().second + 1)
+        listed_.back().second = std::max(listed_.back().second, range.second);
       else
-        merged.push_back(range);
-    listed_ = std::move(merged);
+        listed_.push_back(range);
   }
 
   ClassSet of(char32_t c) {
