@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The compiled tokenizer's speed beside the npm tokenizers' on the same text (docs/tokenizer.md,
-# "Speed"): needlec's runtime in process (tokenizer-bench), @huggingface/tokenizers and
+# "Speed"): needlec's runtime in process (tokenizer-bench, both layouts of needlec
+# --tokenizer-tables), @huggingface/tokenizers and
 # tiktoken's WASM under Node (test/tokenizer/bench.mjs), each encoding the whole text, best of
 # three. The text: Debian's license texts and package copyright files, at least 1 MB (4 MB by
 # default; BENCH_TEXT_BYTES to change). Not part of CI: run it by hand.
@@ -22,5 +23,6 @@ for pair in "gpt4 cl100k_base" "llama3" "gpt2 gpt2" "llama2"; do
   read -r name encoding <<<"$pair"
   echo "== $name"
   build/bin/tokenizer-bench "$npm/tokenizer-$name/models/tokenizer.json" "$text"
+  build/bin/tokenizer-bench "$npm/tokenizer-$name/models/tokenizer.json" "$text" --small
   node test/tokenizer/bench.mjs build-npm "$npm/tokenizer-$name/models" "$text" ${encoding:+"$encoding"}
 done

@@ -56,11 +56,11 @@ void trainTokenizer(Model &model, const TokenizerTraining &training) {
   setTokenizer(model, tokenizer::writeTokenizerJson(spec), fmt::format("needle-synth's tokenizer of {} tokens", size));
 }
 
-CompiledTokenizer compileTokenizer(const Model &model) {
+CompiledTokenizer compileTokenizer(const Model &model, tokenizer::TableLayout layout) {
   if (model.tokenizerJson.empty())
     return {};
   const tokenizer::TokenizerSpec spec = tokenizer::parseTokenizerJson(model.tokenizerJson, model.tokenizerSource);
-  const tokenizer::TokenizerTables tables = tokenizer::buildTokenizerTables(spec, model.tokenizerSource);
+  const tokenizer::TokenizerTables tables = tokenizer::buildTokenizerTables(spec, model.tokenizerSource, layout);
   CompiledTokenizer compiled;
   compiled.image = tables.image();
   compiled.bos = spec.prefixIds.empty() ? -1 : spec.prefixIds.front();

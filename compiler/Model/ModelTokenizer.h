@@ -4,6 +4,7 @@
 #pragma once
 
 #include "Model/Model.h"
+#include "Tokenizer/Tables.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -57,7 +58,7 @@ struct CompiledTokenizer {
 
 /// Compiles the model's tokenizer; what the compiled tokenizer does not support is an error
 /// naming the tokenizer's file and the part.
-CompiledTokenizer compileTokenizer(const Model &model);
+CompiledTokenizer compileTokenizer(const Model &model, tokenizer::TableLayout layout = tokenizer::TableLayout::Fast);
 
 /// The ids needlec --stop LIST names (docs/command-line.md): comma-separated entries, each an
 /// added token of `tokenizer` by its content or else a decimal id below `vocabSize`, in the order

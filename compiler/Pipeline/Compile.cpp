@@ -286,7 +286,7 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   Model model = loadModel(options, options.prepare, transformed);
   done("load and prepare the model");
   // The tokenizer and the stop ids first: their errors need no compiled model.
-  CompiledTokenizer tokenizer = compileTokenizer(model);
+  CompiledTokenizer tokenizer = compileTokenizer(model, options.tokenizerTables);
   std::vector<int32_t> stopIds = stopTokens(options.stop, tokenizer, model.config.vocabSize);
   if (!tokenizer.image.empty())
     done("compile the tokenizer");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "Model/Prepare.h"
+#include "Tokenizer/Tables.h"
 #include "codegen/Object/ObjectEmitter.h"
 #include "codegen/Select/WeightLayouts.h"
 #include "targets/Targets.h"
@@ -38,7 +39,8 @@ struct CompileOptions {
   KernelChoice kernels = KernelChoice::Native;
   Activations activations = Activations::Float;
   int64_t batch = 16;
-  bool passes = true;                 // --emit mlir: false prints the IR straight after import
+  bool passes = true; // --emit mlir: false prints the IR straight after import
+  tokenizer::TableLayout tokenizerTables = tokenizer::TableLayout::Fast; // --tokenizer-tables
   std::string stop;                   // --stop: the tokens that end a generation (empty: the EOS, if any; none)
   std::filesystem::path tools;        // --tools: the tools.json whose calls the model writes (empty: none)
   std::string callEnd;                // --call-end: the added token that ends a call (empty: the EOS, if any; none)

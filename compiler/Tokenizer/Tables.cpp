@@ -260,16 +260,41 @@ void fillMerges(TokenizerTables &t, const BpeModel &model, const std::string &so
     t.mergedIds.clear();
 }
 
-/// The vocabulary's tokens by spelling, in id order so the tables are the same every time.
-void fillWords(TokenizerTables &t, const BpeModel &model) {
-  t.words.assign(slotsFor(model.vocab.size(), 0.75), needle_rt::TokWord{-1, 0});
+/// The vocabulary's tokens by spelling (those `keep` accepts), in id order so the tables are
+/// the same every time.
+template <typename Keep> void fillWords(TokenizerTables &t, const BpeModel &model, Keep keep) {
+  size_t kept = 0;
+  for (size_t id = 0; id < model.vocab.size(); ++id)
+    kept += !model.vocab[id].empty() && keep(id);
+  t.words.assign(slotsFor(kept, 0.75), needle_rt::tok_no_word);
   for (size_t id = 0; id < model.vocab.size(); ++id) {
-    if (model.vocab[id].empty())
+    if (model.vocab[id].empty() || !keep(id))
       continue;
     const uint32_t begin = t.spellingOffsets[id], size = t.spellingOffsets[id + 1] - begin;
     const uint32_t hash = needle_rt::tok_hash_bytes(t.spelling.data() + begin, size);
-    t.words[freeSlot(t.words, hash, [](needle_rt::TokWord w) { return w.id < 0; })] = {static_cast<int32_t>(id), hash};
+    t.words[freeSlot(t.words, hash, [](needle_rt::TokWord w) { return w == needle_rt::tok_no_word; })] =
+        needle_rt::tok_word(static_cast<int32_t>(id), hash);
   }
+}
+
+/// Which byte-level tokens BPE makes from their own bytes: a piece with those bytes is that
+/// token without BPE, as BPE on the same bytes gives the same (docs/tokenizer.md, "Whole
+/// pieces"). Decided by the runtime's own BPE on the tables so far (merges, byte ids).
+std::vector<bool> selfMerging(TokenizerTables &t) {
+  const needle_rt::TokTables view = t.view();
+  std::vector<bool> self(static_cast<size_t>(t.ids));
+  std::vector<uint8_t> scratch;
+  for (size_t id = 0; id < self.size(); ++id) {
+    const uint32_t begin = t.tokenOffsets[id], size = t.tokenOffsets[id + 1] - begin;
+    if (size < 2)
+      continue; // a byte's token (or none): nothing to merge
+    scratch.resize(size * needle_rt::kTokScratchPerByte);
+    int32_t ids[2];
+    needle_rt::TokOutput out{ids, 2, 0};
+    needle_rt::tok_bpe(view, t.blob.data() + begin, size, scratch.data(), &out);
+    self[id] = out.count == 1 && ids[0] == static_cast<int32_t>(id);
+  }
+  return self;
 }
 
 /// A set of added tokens, each matching its text, by first byte, longest first.
@@ -412,7 +437,7 @@ std::vector<uint8_t> TokenizerTables::image() const {
   h.spelling_bases = words.empty() ? 0 : out.array(spellings.bases);
   h.spelling_steps = words.empty() ? 0 : out.array(spellings.steps);
   h.spelling_shift = spellings.shift;
-  h.ignore_merges = ignoreMerges;
+  h.whole_pieces = wholePieces;
   h.unk_id = unk;
   h.fuse_unk = fuseUnk;
   h.added = addedImage(out, added);
@@ -432,7 +457,7 @@ needle_rt::TokTables TokenizerTables::view() {
   return needle_rt::tok_tables(image_.data());
 }
 
-TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source) {
+TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source, TableLayout layout) {
   TokenizerTables t;
   t.byteLevel = isByteLevel(spec);
   if (t.byteLevel)
@@ -485,9 +510,11 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
       t.splits.push_back(splitTables(metaspaceSplitPattern(step.replacement), false, where));
   }
   fillMerges(t, spec.model, source);
-  t.ignoreMerges = spec.model.ignoreMerges;
-  if (t.ignoreMerges || !t.byteLevel)
-    fillWords(t, spec.model);
+  if (spec.model.ignoreMerges || !t.byteLevel)
+    fillWords(t, spec.model, [](size_t) { return true; });
+  else if (layout == TableLayout::Fast)
+    fillWords(t, spec.model, [self = selfMerging(t)](size_t id) { return self[id]; });
+  t.wholePieces = spec.model.ignoreMerges || (t.byteLevel && layout == TableLayout::Fast);
   t.unk = spec.model.unk.value_or(-1);
   t.fuseUnk = spec.model.fuseUnk;
   fillAdded(t, spec, source);

@@ -61,7 +61,8 @@ struct TokenizerTables {
   std::vector<int32_t> mergedIds;          // by rank; empty when each is mergedBase + rank
   int32_t mergedBase = 0;
   std::vector<needle_rt::TokWord> words; // the vocabulary by spelling, when encoding needs it
-  bool ignoreMerges = false, fuseUnk = false;
+  bool wholePieces = false;              // a piece that words holds is that token
+  bool fuseUnk = false;
   int32_t unk = -1;
   Added added;                      // every added token, by its content
   Added addedNormalized;            // the normalized ones, by their content normalized
@@ -79,8 +80,15 @@ private:
   std::vector<uint8_t> image_;
 };
 
+/// How the tables trade bytes for speed (needlec --tokenizer-tables, docs/tokenizer.md).
+enum class TableLayout {
+  Fast,  // byte-level: also the hash of the tokens BPE makes from their own bytes (whole pieces)
+  Small, // without it
+};
+
 /// Builds the tables of `spec`; what the compiled tokenizer does not support yet is an error
 /// naming `source` and the part.
-TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source);
+TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::string &source,
+                                     TableLayout layout = TableLayout::Fast);
 
 } // namespace needle::tokenizer

@@ -53,11 +53,15 @@ struct TokOffsets {
   uint32_t operator[](uint32_t i) const { return bases[i >> shift] + steps[i]; }
 };
 
-/// A vocabulary token by its bytes (its spelling in the vocabulary): id = -1 marks an empty slot.
-struct TokWord {
-  int32_t id;
-  uint32_t hash;
-};
+/// A vocabulary token in the hash by its spelling: its id (20 bits) and 11 bits of the spelling's
+/// hash, so most probes for other spellings end without reading them; 4 bytes a slot.
+/// tok_no_word (the top bit set) marks an empty slot.
+using TokWord = uint32_t;
+constexpr TokWord tok_no_word = ~TokWord(0);
+constexpr uint32_t tok_word_tag_mask = 0x7FF;
+inline TokWord tok_word(int32_t id, uint32_t hash) {
+  return (hash & tok_word_tag_mask) << tok_max_id_bits | static_cast<uint32_t>(id);
+}
 
 /// How the image holds a split and a normalizer step: their arrays as offsets into the image.
 struct TokImageSplit {
@@ -82,7 +86,7 @@ struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, pre_steps, growth, growth_extra, points_growth, points_extra, blob,
       token_bases, token_steps, token_shift, byte_ids, splits, split_count, merges, merge_slots, merged_ids, words,
-      word_slots, spelling, spelling_bases, spelling_steps, spelling_shift, ignore_merges;
+      word_slots, spelling, spelling_bases, spelling_steps, spelling_shift, whole_pieces;
   int32_t unk_id, merged_base;
   uint32_t fuse_unk, added, added_normalized, word_starts, word_runs, prefix_ids, prefix_count, suffix_ids,
       suffix_count, strip_leading;
@@ -109,12 +113,13 @@ struct TokTables {
   const int32_t *merged_ids; // by rank: the id a merge makes; null when it is merged_base + rank
   int32_t merged_base;
   // The vocabulary by its spelling (raw bytes for byte-level, where the alphabet is a bijection),
-  // open addressing (tok_slot), word_slots slots; null when neither characters nor ignore_merges need it.
+  // open addressing (tok_slot), word_slots slots: every token where a piece's characters are
+  // looked up or with ignore_merges, else the byte-level tokens that whole_pieces may take.
   const TokWord *words;
   uint32_t word_slots;
   const uint8_t *spelling; // the words' bytes, by spelling_offsets [ids + 1]
   TokOffsets spelling_offsets;
-  uint32_t ignore_merges;                // a piece that is a token is that token
+  uint32_t whole_pieces;                 // a piece that words holds is that token (ignore_merges, or BPE gives it)
   int32_t unk_id;                        // a character no token spells and no byte fallback covers; -1: none
   uint32_t fuse_unk;                     // consecutive unknown characters are one unknown token
   const TokImageAdded *added;            // every added token, by its content (the normalized ones skipped in the text)
@@ -159,7 +164,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    h.word_slots,
                    image + h.spelling,
                    tok_offsets(image, h.spelling_bases, h.spelling_steps, h.spelling_shift),
-                   h.ignore_merges,
+                   h.whole_pieces,
                    h.unk_id,
                    h.fuse_unk,
                    tok_array<TokImageAdded>(image, h.added),
@@ -274,12 +279,15 @@ inline int32_t tok_find_merge(const TokTables &t, int32_t left, int32_t right) {
 inline int32_t tok_find_word(const TokTables &t, const uint8_t *bytes, size_t length) {
   const uint32_t hash = tok_hash_bytes(bytes, length);
   for (uint32_t slot = tok_slot(hash, t.word_slots);; slot = tok_next_slot(slot, t.word_slots)) {
-    const TokWord &w = t.words[slot];
-    if (w.id < 0)
+    const TokWord w = t.words[slot];
+    if (w == tok_no_word)
       return -1;
-    const uint32_t begin = t.spelling_offsets[w.id], size = t.spelling_offsets[w.id + 1] - begin;
-    if (w.hash == hash && size == length && memcmp(t.spelling + begin, bytes, length) == 0)
-      return w.id;
+    if ((w >> tok_max_id_bits) != (hash & tok_word_tag_mask))
+      continue;
+    const int32_t id = static_cast<int32_t>(w & ((1u << tok_max_id_bits) - 1));
+    const uint32_t begin = t.spelling_offsets[id], size = t.spelling_offsets[id + 1] - begin;
+    if (size == length && memcmp(t.spelling + begin, bytes, length) == 0)
+      return id;
   }
 }
 
@@ -360,7 +368,7 @@ inline size_t tok_first_symbols(const TokTables &t, const uint8_t *piece, size_t
 /// BPE on one piece: its first symbols, then the lowest-ranked adjacent pair merged (the
 /// leftmost of equals) until none merges.
 inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, void *scratch, TokOutput *out) {
-  if (t.ignore_merges)
+  if (t.whole_pieces)
     if (const int32_t id = tok_find_word(t, piece, length); id >= 0)
       return out->push(id);
   TokSymbol *symbols = static_cast<TokSymbol *>(scratch);

@@ -3,6 +3,7 @@
 
   check_text.py TOOLS WORK E2E TOKENIZER_DIR TEXTS ORACLE
                 [--emit cpp | --emit obj --target T] [--cc CC] [--cxx CXX] [--ld LD] [--run PREFIX]
+                [--tokenizer-tables fast|small]
 
 Synthesizes a tiny model whose vocab_size is the tokenizer's, gives it TOKENIZER_DIR's
 tokenizer.json, compiles it (needlec --emit obj for --target, or --emit cpp built by --cxx),

@@ -25,6 +25,7 @@ def add_build_options(parser):
                         help="with --emit cpp: builds the model")
     parser.add_argument("--ld", help="links the program (default: --cc; with --emit cpp, c++)")
     parser.add_argument("--run", default="", help="a command prefix that runs the program (qemu-aarch64 -L ...)")
+    parser.add_argument("--tokenizer-tables", default="fast", help="needlec's --tokenizer-tables")
 
 
 def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_flags=(), synth_flags=()):
@@ -35,7 +36,8 @@ def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_f
     run(os.path.join(args.tools, "needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}",
         *synth_flags, "--tokenizer", "none", "-o", model)
     shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), model)
-    return build_programs(args, model, base, mains, ["--layers", "2", *needlec_flags])
+    return build_programs(args, model, base, mains,
+                          ["--layers", "2", "--tokenizer-tables", args.tokenizer_tables, *needlec_flags])
 
 
 def build_programs(args, model, base, mains, needlec_flags=()):

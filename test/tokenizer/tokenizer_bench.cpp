@@ -1,5 +1,6 @@
-// tokenizer-bench FILE TEXT: how fast the compiled tokenizer's runtime encodes (and decodes) the
-// bytes of TEXT with the tables needlec builds from FILE, in process, best of three; and how
+// tokenizer-bench FILE TEXT [--small]: how fast the compiled tokenizer's runtime encodes (and
+// decodes) the bytes of TEXT with the tables needlec builds from FILE (--small: in the small
+// layout of needlec --tokenizer-tables small), in process, best of three; and how
 // long building the tables takes. One JSON line; scripts/bench-tokenizer.sh puts it beside the
 // npm tokenizers' figures on the same text.
 #include "Support/CommandLine.h"
@@ -26,12 +27,13 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 int run(int argc, char **argv) {
-  if (argc != 3)
-    fail("usage: tokenizer-bench FILE TEXT");
+  if (argc != 3 && !(argc == 4 && std::string(argv[3]) == "--small"))
+    fail("usage: tokenizer-bench FILE TEXT [--small]");
+  const TableLayout layout = argc == 4 ? TableLayout::Small : TableLayout::Fast;
   const std::vector<uint8_t> bytes = readFile(argv[2]);
   const std::string text(bytes.begin(), bytes.end());
   auto start = std::chrono::steady_clock::now();
-  const std::vector<uint8_t> image = buildTokenizerTables(readTokenizerJson(argv[1]), argv[1]).image();
+  const std::vector<uint8_t> image = buildTokenizerTables(readTokenizerJson(argv[1]), argv[1], layout).image();
   const double buildSeconds = secondsSince(start);
   const needle_rt::TokTables view = needle_rt::tok_tables(image.data()); // what an object holds
 
@@ -57,11 +59,12 @@ int run(int argc, char **argv) {
     decodeSeconds = std::min(decodeSeconds, secondsSince(start));
     decoded.resize(at);
   }
-  std::printf("%s\n", fmt::format(R"({{"engine": "needlec", "bytes": {}, "tokens": {}, "encode_s": {:.4f}, )"
+  std::printf("%s\n", fmt::format(R"({{"engine": "{}", "bytes": {}, "tokens": {}, "encode_s": {:.4f}, )"
                                   R"("encode_mb_s": {:.2f}, "tokens_s": {:.0f}, "decode_s": {:.4f}, )"
                                   R"("round_trip": {}, "tables_s": {:.3f}, "table_bytes": {}}})",
-                                  text.size(), count, encodeSeconds, text.size() / encodeSeconds / 1e6,
-                                  count / encodeSeconds, decodeSeconds, decoded == text, buildSeconds, image.size())
+                                  layout == TableLayout::Small ? "needlec, small tables" : "needlec", text.size(),
+                                  count, encodeSeconds, text.size() / encodeSeconds / 1e6, count / encodeSeconds,
+                                  decodeSeconds, decoded == text, buildSeconds, image.size())
                           .c_str());
   return 0;
 }

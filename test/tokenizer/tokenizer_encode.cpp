@@ -1,9 +1,9 @@
-// tokenizer-encode FILE [--special] [--compiled] < texts.jsonl: the reference tokenizer's ids for
+// tokenizer-encode FILE [--special] [--compiled [--small]] < texts.jsonl: the reference tokenizer's ids for
 // each line (a JSON string; an array of ids is taken as it is) and those ids decoded, one
 // {"ids": [...], "decoded": "..."} line each, as test/tokenizer/oracle.mjs prints them. With
 // --compiled, the compiled tokenizer's runtime (runtime/tokenizer/tokenizer.h) does both on the
-// tables needlec builds (compiler/Tokenizer/Tables.h), in process, decoding one token at a time
-// into a buffer just large enough.
+// tables needlec builds (compiler/Tokenizer/Tables.h; --small: the small layout, needlec
+// --tokenizer-tables small), in process, decoding one token at a time into a buffer just large enough.
 #include "Support/CommandLine.h"
 #include "Support/Error.h"
 #include "Support/Json.h"
@@ -27,8 +27,8 @@ namespace {
 /// The compiled tokenizer on tables built in process.
 class Compiled {
 public:
-  Compiled(const TokenizerSpec &spec, const std::string &source)
-      : tables_(buildTokenizerTables(spec, source)), view_(tables_.view()) {}
+  Compiled(const TokenizerSpec &spec, const std::string &source, TableLayout layout)
+      : tables_(buildTokenizerTables(spec, source, layout)), view_(tables_.view()) {}
 
   std::vector<int32_t> encode(const std::string &text, bool special) const {
     std::vector<unsigned char> scratch(needle_rt::tok_encode_scratch_size(view_, text.size()));
@@ -79,11 +79,12 @@ private:
 int run(int argc, char **argv) {
   std::vector<std::string> flags(argv + std::min(argc, 2), argv + argc);
   const bool special = std::erase(flags, "--special") > 0, compiled = std::erase(flags, "--compiled") > 0;
-  if (argc < 2 || !flags.empty())
-    fail("usage: tokenizer-encode FILE [--special] [--compiled] < texts.jsonl");
+  const TableLayout layout = std::erase(flags, "--small") > 0 ? TableLayout::Small : TableLayout::Fast;
+  if (argc < 2 || !flags.empty() || (layout == TableLayout::Small && !compiled))
+    fail("usage: tokenizer-encode FILE [--special] [--compiled [--small]] < texts.jsonl");
   const ReferenceTokenizer reference(readTokenizerJson(argv[1]), argv[1]);
   const std::optional<Compiled> runtime =
-      compiled ? std::optional<Compiled>(std::in_place, reference.spec(), argv[1]) : std::nullopt;
+      compiled ? std::optional<Compiled>(std::in_place, reference.spec(), argv[1], layout) : std::nullopt;
   std::string line;
   for (int number = 1; std::getline(std::cin, line); ++number) {
     if (line.empty())

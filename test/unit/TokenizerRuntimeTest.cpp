@@ -92,6 +92,28 @@ std::string decodeWith(const needle_rt::TokTables &view, const Ids &ids) {
   return text;
 }
 
+/// A word that is a token is that token only when BPE makes it: "abc" is in the vocabulary,
+/// but "b c" merges first and "a bc" does not merge, so the word is "a", "bc" in both layouts,
+/// while "ab" (which BPE does make) is one token.
+TEST(TokenizerRuntime, AWordIsATokenOnlyWhereBpeMakesIt) {
+  const TokenizerSpec spec = parseTokenizerJson(R"({"version": "1.0", "truncation": null, "padding": null,
+    "added_tokens": [], "normalizer": null, "post_processor": null, "decoder": {"type": "ByteLevel"},
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "model": {"type": "BPE", "vocab": {)" + byteTokensJson() +
+                                                    R"("bc": 256, "ab": 257, "abc": 258},
+              "merges": ["b c", "a b", "ab c"]}})",
+                                                "tok.json");
+  const ReferenceTokenizer reference(spec, "tok.json");
+  for (const TableLayout layout : {TableLayout::Fast, TableLayout::Small}) {
+    TokenizerTables tables = buildTokenizerTables(spec, "tok.json", layout);
+    const needle_rt::TokTables view = tables.view();
+    EXPECT_EQ(encodeWith(view, "abc"), Ids({'a', 256}));
+    EXPECT_EQ(encodeWith(view, "ab"), Ids{257});
+    for (const std::string text : {"abc ab bc abcabc", " abc", "cab"})
+      EXPECT_EQ(encodeWith(view, text), reference.encode(text)) << text;
+  }
+}
+
 TEST(TokenizerRuntime, SentencePieceStyleEncodesAndDecodesAsTheReferenceDoes) {
   // Prepend and Replace normalizers; a byte fallback that covers only "A", so other unknown
   // characters become <unk>, one for a run (fuse_unk); the decoder strips one leading space.

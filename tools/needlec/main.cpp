@@ -128,6 +128,10 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   // The IR does not carry a tokenizer: one asked for by name must not be dropped without a word.
   if (cl.value("tokenizer").value_or("none") != "none" && emit == EmitKind::Mlir)
     fail("--tokenizer: the IR of --emit mlir does not carry a tokenizer; --emit needle, obj and cpp do");
+  if (auto tables = cl.value("tokenizer-tables"); tables && *tables != "fast" && *tables != "small")
+    fail("--tokenizer-tables: \"{}\" is not fast or small", *tables);
+  if (cl.has("tokenizer-tables") && !object && emit != EmitKind::Cpp)
+    fail("--tokenizer-tables: only meaningful with --emit obj, cpp, llvm or asm, which compile the tokenizer in");
   if (cl.has("stop") && !object && emit != EmitKind::Cpp)
     fail("--stop: only meaningful with --emit obj, cpp, llvm or asm, which build NAME_info's stop ids");
   for (const char *flag : {"tools", "schema", "call-end", "prompt", "schema-prompt", "max-query"})
@@ -215,6 +219,9 @@ int run(int argc, char **argv) {
        {"tokenizer", "FILE",
         "the model's tokenizer.json (default: the one it carries, or tokenizer.json beside config.json); "
         "none: no tokenizer"},
+       {"tokenizer-tables", "T",
+        "fast (default: a word that is a token skips BPE) or small (the tokenizer's tables without that "
+        "hash: GPT-2's 0.97 MB rather than 1.23; docs/tokenizer.md)"},
        {"stop", "LIST",
         "the tokens that end a generation (NAME_info's stop_ids): added tokens by their text or ids, "
         "comma-separated (default: the tokenizer's EOS; none: no stop tokens)"},
@@ -281,6 +288,8 @@ int run(int argc, char **argv) {
     options.prepare.codebook = cq::parseCodebookKind(*codebook);
   if (auto tools = cl.value("tools"))
     options.tools = *tools;
+  if (cl.value("tokenizer-tables").value_or("fast") == "small")
+    options.tokenizerTables = tokenizer::TableLayout::Small;
   options.stop = cl.value("stop").value_or("");
   options.callEnd = cl.value("call-end").value_or("");
   if (auto prompt = cl.value("prompt"))
