@@ -24,16 +24,11 @@ bool isByteLevel(const TokenizerSpec &spec) {
                      [](const PreTokenizerStep &step) { return step.kind == PreTokenizerStep::Kind::ByteLevel; });
 }
 
-/// The byte-level family: NFC or NFKC at most, splits then ByteLevel, the ByteLevel decoder;
-/// add_prefix_space only when ByteLevel comes first (the space then goes before each text
-/// between added tokens, not before each piece of a split).
+/// The byte-level family: NFC or NFKC at most, splits then ByteLevel, the ByteLevel decoder.
 void checkByteLevel(const TokenizerSpec &spec, const std::string &source) {
   for (const NormalizerStep &step : spec.normalizer)
     if (step.kind != NormalizerStep::Kind::Nfc && step.kind != NormalizerStep::Kind::Nfkc)
       unsupported(source, "normalizer: Prepend or Replace in a byte-level tokenizer");
-  for (size_t i = 0; i < spec.preTokenizer.size(); ++i)
-    if (spec.preTokenizer[i].kind == PreTokenizerStep::Kind::ByteLevel && spec.preTokenizer[i].addPrefixSpace && i)
-      unsupported(source, "pre_tokenizer: ByteLevel's add_prefix_space after a Split");
   for (const DecoderStep &step : spec.decoder)
     if (step.kind != DecoderStep::Kind::ByteLevel)
       unsupported(source, "decoder: a step other than ByteLevel in a byte-level tokenizer");
@@ -108,6 +103,15 @@ TokenizerTables::Split splitTables(const std::string &pattern, bool matchesOnly,
   split.acceptBefore = scanner.acceptBefore;
   split.matchesOnly = matchesOnly;
   return split;
+}
+
+/// Where ByteLevel's add_prefix_space after the first step puts its space: before each piece of
+/// the splits so far (on the first step, a normalizer step puts it before each text instead;
+/// the reader takes ByteLevel as the last step only, so there is one such space at most).
+uint32_t spaceLevelOf(const TokenizerTables &t, const std::string &where) {
+  if (t.splits.empty())
+    unsupported(where, "ByteLevel's add_prefix_space after a step that does not split");
+  return static_cast<uint32_t>(t.splits.size());
 }
 
 /// Slots for `count` entries at most `load` (a fraction) full, at least 2.
@@ -425,6 +429,7 @@ std::vector<uint8_t> TokenizerTables::image() const {
                            out.array(s.acceptBefore), s.matchesOnly});
   h.splits = out.array(splitImages);
   h.split_count = static_cast<uint32_t>(splitImages.size());
+  h.space_level = spaceLevel;
   h.merges = out.array(merges);
   h.merge_slots = static_cast<uint32_t>(merges.size());
   h.merged_ids = mergedIds.empty() ? 0 : out.array(mergedIds);
@@ -502,6 +507,8 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
   for (size_t i = 0; i < spec.preTokenizer.size(); ++i) {
     const PreTokenizerStep &step = spec.preTokenizer[i];
     const std::string where = fmt::format("{}: pre_tokenizer step {}", source, i);
+    if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.addPrefixSpace && i)
+      t.spaceLevel = spaceLevelOf(t, where);
     if (step.kind == PreTokenizerStep::Kind::Split)
       t.splits.push_back(splitTables(step.pattern, step.matchesOnly, where));
     else if (step.kind == PreTokenizerStep::Kind::ByteLevel && step.useRegex)

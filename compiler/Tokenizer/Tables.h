@@ -57,6 +57,7 @@ struct TokenizerTables {
   std::vector<uint32_t> spellingOffsets;
   std::array<int32_t, 256> byteIds{}; // each byte's token, or its <0xNN> (-1: none)
   std::vector<Split> splits;
+  uint32_t spaceLevel = 0;                 // a space before each piece that reaches split spaceLevel (0: none)
   std::vector<needle_rt::TokMerge> merges; // 3/4 full
   std::vector<int32_t> mergedIds;          // by rank; empty when each is mergedBase + rank
   int32_t mergedBase = 0;

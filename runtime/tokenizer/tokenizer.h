@@ -85,8 +85,8 @@ struct TokImageNormalize {
 struct TokImage {
   int32_t ids;
   uint32_t byte_level, normalizer, normalizer_steps, pre_steps, growth, growth_extra, points_growth, points_extra, blob,
-      token_bases, token_steps, token_shift, byte_ids, splits, split_count, merges, merge_slots, merged_ids, words,
-      word_slots, spelling, spelling_bases, spelling_steps, spelling_shift, whole_pieces;
+      token_bases, token_steps, token_shift, byte_ids, splits, split_count, space_level, merges, merge_slots,
+      merged_ids, words, word_slots, spelling, spelling_bases, spelling_steps, spelling_shift, whole_pieces;
   int32_t unk_id, merged_base;
   uint32_t fuse_unk, added, added_normalized, word_starts, word_runs, prefix_ids, prefix_count, suffix_ids,
       suffix_count, strip_leading;
@@ -108,6 +108,9 @@ struct TokTables {
   const int32_t *byte_ids;  // [256]: each byte's token (byte-level) or its <0xNN> (-1: none)
   const TokImageSplit *splits;
   uint32_t split_count;
+  // ByteLevel's add_prefix_space after a Split: each piece that reaches split space_level (the
+  // end: BPE) gets a space before it unless it starts with one; 0: none.
+  uint32_t space_level;
   const TokMerge *merges; // open addressing (tok_slot), merge_slots slots, at most 3/4 full
   uint32_t merge_slots;
   const int32_t *merged_ids; // by rank: the id a merge makes; null when it is merged_base + rank
@@ -156,6 +159,7 @@ inline TokTables tok_tables(const uint8_t *image) {
                    tok_array<int32_t>(image, h.byte_ids),
                    tok_array<TokImageSplit>(image, h.splits),
                    h.split_count,
+                   h.space_level,
                    tok_array<TokMerge>(image, h.merges),
                    h.merge_slots,
                    h.merged_ids ? tok_array<int32_t>(image, h.merged_ids) : nullptr,
@@ -397,9 +401,21 @@ inline void tok_bpe(const TokTables &t, const uint8_t *piece, size_t length, voi
     out->push(symbols[i].id);
 }
 
+/// `p` rounded up to a multiple of `align` (a power of two).
+inline uint8_t *tok_align(uint8_t *p, uintptr_t align) {
+  return reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(p) + align - 1) & ~(align - 1));
+}
+
 /// Splits text[begin, end) by split `k` and the ones after it, then BPE on each piece.
 inline void tok_split(const TokTables &t, uint32_t k, const uint8_t *text, size_t begin, size_t end, void *scratch,
                       TokOutput *out) {
+  if (t.space_level && k == t.space_level && begin < end && text[begin] != ' ') {
+    // The piece with its space, at the front of the scratch; what follows works after it.
+    uint8_t *spaced = static_cast<uint8_t *>(scratch);
+    spaced[0] = ' ';
+    memcpy(spaced + 1, text + begin, end - begin);
+    return tok_split(t, k, spaced, 0, end - begin + 1, tok_align(spaced + end - begin + 1, 16), out);
+  }
   if (k == t.split_count) {
     if (end > begin)
       tok_bpe(t, text + begin, end - begin, scratch, out);
@@ -434,23 +450,19 @@ inline uint32_t tok_buffers(const TokTables &t) { return 2 * ((t.normalizer_step
 
 /// The scratch tok_encode needs for `length` bytes of text: the normalizer's buffers, the code
 /// points of a Unicode step (twice: sorting merges through a copy), then BPE's symbols and
-/// candidates. SIZE_MAX for a text tok_encode refuses: one whose normalized bound passes
-/// INT32_MAX bytes (BPE's positions are int32_t), or whose scratch size does not fit a size_t (a
-/// 32-bit target's).
+/// candidates (after a piece's copy with its space, for space_level: a byte more, aligned). SIZE_MAX for a text
+/// tok_encode refuses: one whose normalized bound passes INT32_MAX bytes (BPE's positions are int32_t), or whose
+/// scratch size does not fit a size_t (a 32-bit target's).
 inline size_t tok_encode_scratch_size(const TokTables &t, size_t length) {
   const uint64_t limit = 0x7FFFFFFF;
   if (length > (limit - t.growth_extra) / t.growth)
     return SIZE_MAX;
   const uint64_t normalized = uint64_t(t.growth) * length + t.growth_extra;
   const uint64_t points = uint64_t(t.points_growth) * length + t.points_extra;
+  const uint64_t spaced = t.space_level ? normalized + 16 + kTokScratchPerByte : 0;
   const uint64_t bytes =
-      tok_buffers(t) * normalized + 2 * sizeof(uint32_t) * points + kTokScratchPerByte * normalized + 48;
+      tok_buffers(t) * normalized + 2 * sizeof(uint32_t) * points + kTokScratchPerByte * normalized + spaced + 48;
   return bytes > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(bytes);
-}
-
-/// `p` rounded up to a multiple of `align` (a power of two).
-inline uint8_t *tok_align(uint8_t *p, uintptr_t align) {
-  return reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(p) + align - 1) & ~(align - 1));
 }
 
 /// Where one text's work goes in the caller's scratch (tok_encode_scratch_size's layout).
