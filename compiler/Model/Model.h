@@ -40,6 +40,9 @@ struct Model {
   /// The model's tokenizer.json as its bytes, validated (setTokenizer); empty when it has none.
   std::string tokenizerJson;
   std::string tokenizerSource; // where tokenizerJson came from, for errors
+  /// The tokenizer_config.json that came with it, as its bytes, validated; empty when none did.
+  std::string tokenizerConfigJson;
+  std::string tokenizerConfigSource;
 
   const Tensor &tensor(const std::string &name) const;
   /// Values of any float or CQ tensor as f32 (CQ decoded with the model's codebook).

@@ -167,8 +167,10 @@ Model loadModel(const fs::path &path, bool withTokenizer) {
     return loadModelBeside(path.parent_path(), path, withTokenizer);
   if (path.extension() == ".needle" || looksLikeNeedle(readFileHead(path, 12).bytes)) {
     Model model = parseNeedle(readNeedleFile(path), path.string());
-    if (!withTokenizer)
+    if (!withTokenizer) {
       model.tokenizerJson.clear();
+      model.tokenizerConfigJson.clear();
+    }
     return model;
   }
   fail("{}: not a model: expected a .needle file, a directory with config.json and model.safetensors, "
@@ -220,6 +222,8 @@ void writeSafetensorsModel(const Model &model, const fs::path &dir) {
   writeSafetensors(dir / "model.safetensors", entries, metadata);
   if (!model.tokenizerJson.empty())
     writeFile(dir / "tokenizer.json", model.tokenizerJson);
+  if (!model.tokenizerConfigJson.empty())
+    writeFile(dir / "tokenizer_config.json", model.tokenizerConfigJson);
 }
 
 void writeNeedleModel(const Model &model, const fs::path &path) { writeFile(path, serializeNeedle(model)); }

@@ -11,18 +11,29 @@
 
 namespace needle {
 
-void setTokenizer(Model &model, std::string text, const std::string &source) {
+void setTokenizer(Model &model, std::string text, const std::string &source, std::string config,
+                  const std::string &configSource) {
   const tokenizer::TokenizerSpec spec = tokenizer::parseTokenizerJson(text, source);
   if (spec.idCount() > model.config.vocabSize)
     fail("{}: the tokenizer's {} token ids do not fit the model's vocab_size {}", source, spec.idCount(),
          model.config.vocabSize);
+  if (!config.empty())
+    tokenizer::parseTokenizerConfig(config, configSource, spec);
   model.tokenizerJson = std::move(text);
   model.tokenizerSource = source;
+  model.tokenizerConfigJson = std::move(config);
+  model.tokenizerConfigSource = configSource;
 }
 
 void readTokenizer(Model &model, const std::filesystem::path &path) {
   const std::vector<uint8_t> bytes = readFile(path, tokenizer::kMaxTokenizerBytes);
-  setTokenizer(model, std::string(bytes.begin(), bytes.end()), path.string());
+  const std::filesystem::path configPath = path.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  std::vector<uint8_t> config;
+  if (std::filesystem::exists(configPath, ec))
+    config = readFile(configPath, tokenizer::kMaxTokenizerBytes);
+  setTokenizer(model, std::string(bytes.begin(), bytes.end()), path.string(), std::string(config.begin(), config.end()),
+               configPath.string());
 }
 
 namespace {
@@ -63,8 +74,12 @@ CompiledTokenizer compileTokenizer(const Model &model, tokenizer::TableLayout la
   const tokenizer::TokenizerTables tables = tokenizer::buildTokenizerTables(spec, model.tokenizerSource, layout);
   CompiledTokenizer compiled;
   compiled.image = tables.image();
-  compiled.bos = spec.prefixIds.empty() ? -1 : spec.prefixIds.front();
-  compiled.eos = spec.suffixIds.empty() ? -1 : spec.suffixIds.back();
+  const tokenizer::TokenizerConfig config =
+      model.tokenizerConfigJson.empty()
+          ? tokenizer::TokenizerConfig{}
+          : tokenizer::parseTokenizerConfig(model.tokenizerConfigJson, model.tokenizerConfigSource, spec);
+  compiled.bos = config.bos.value_or(spec.prefixIds.empty() ? -1 : spec.prefixIds.front());
+  compiled.eos = config.eos.value_or(spec.suffixIds.empty() ? -1 : spec.suffixIds.back());
   compiled.callTokens.resize(size_t(model.config.vocabSize));
   for (int32_t id = 0; id < tables.ids && id < model.config.vocabSize; ++id) {
     const auto *blob = reinterpret_cast<const char *>(tables.blob.data());

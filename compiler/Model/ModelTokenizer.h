@@ -16,10 +16,14 @@
 namespace needle {
 
 /// Gives `model` the tokenizer.json `text` after validating it and checking that its ids fit the
-/// model's vocab_size (fewer leave the rest unused); errors name `source`.
-void setTokenizer(Model &model, std::string text, const std::string &source);
+/// model's vocab_size (fewer leave the rest unused), with its tokenizer_config.json `config` when
+/// there is one (empty: none; tokenizer::parseTokenizerConfig); errors name `source` and
+/// `configSource`.
+void setTokenizer(Model &model, std::string text, const std::string &source, std::string config = {},
+                  const std::string &configSource = {});
 
-/// Reads `path` as the model's tokenizer (setTokenizer).
+/// Reads `path` as the model's tokenizer, with the tokenizer_config.json beside it if any
+/// (setTokenizer).
 void readTokenizer(Model &model, const std::filesystem::path &path);
 
 /// What needle-synth trains its models' tokenizers on, in this order: Debian's license texts
@@ -45,8 +49,8 @@ struct TokenizerTraining {
 void trainTokenizer(Model &model, const TokenizerTraining &training = {});
 
 /// A model's tokenizer compiled for the printers: the image of its tables (needle_rt::TokImage)
-/// and the ids NAME_info_t reports, the first the post-processor puts before a text (BOS) and
-/// the last it puts after (EOS); -1 for none.
+/// and the ids NAME_info_t reports: the BOS and EOS its tokenizer_config.json names, else the
+/// first the post-processor puts before a text and the last it puts after; -1 for none.
 struct CompiledTokenizer {
   std::vector<uint8_t> image; // empty: the model has no tokenizer
   int32_t bos = -1, eos = -1;

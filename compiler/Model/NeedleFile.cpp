@@ -145,9 +145,11 @@ std::vector<uint8_t> serializeNeedle(const Model &model) {
     provenance.push_back(b.CreateString(line));
   auto config = buildConfig(b, model.config);
   auto tokenizer = model.tokenizerJson.empty() ? 0 : b.CreateString(model.tokenizerJson);
-  auto root = fb::CreateModel(b, kNeedleFormatVersion, config, b.CreateVector(model.config.order()),
-                              b.CreateVector(model.config.sources()), b.CreateVector(codebooks),
-                              b.CreateVector(provenance), payload.size(), b.CreateVector(groupOffsets), tokenizer);
+  auto tokenizerConfig = model.tokenizerConfigJson.empty() ? 0 : b.CreateString(model.tokenizerConfigJson);
+  auto root =
+      fb::CreateModel(b, kNeedleFormatVersion, config, b.CreateVector(model.config.order()),
+                      b.CreateVector(model.config.sources()), b.CreateVector(codebooks), b.CreateVector(provenance),
+                      payload.size(), b.CreateVector(groupOffsets), tokenizer, tokenizerConfig);
   fb::FinishSizePrefixedModelBuffer(b, root);
 
   std::vector<uint8_t> file(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
@@ -266,8 +268,12 @@ Model parseNeedle(std::span<const uint8_t> bytes, std::string_view source) {
     if (ranges[i].first < ranges[i - 1].second)
       fail("{}: two tensors overlap at payload byte {}", source, ranges[i].first);
   validateModel(model, source);
+  if (root->tokenizer_config_json() && !root->tokenizer_json())
+    fail("{}: tokenizer_config_json: present without tokenizer_json", source);
   if (root->tokenizer_json())
-    setTokenizer(model, root->tokenizer_json()->str(), fmt::format("{}: tokenizer_json", source));
+    setTokenizer(model, root->tokenizer_json()->str(), fmt::format("{}: tokenizer_json", source),
+                 root->tokenizer_config_json() ? root->tokenizer_config_json()->str() : std::string(),
+                 fmt::format("{}: tokenizer_config_json", source));
   return model;
 }
 

@@ -40,6 +40,8 @@ Model sliceModel(const Model &model, int64_t depth, std::string_view source) {
   slice.provenance = model.provenance;
   slice.tokenizerJson = model.tokenizerJson; // every depth reads the same text
   slice.tokenizerSource = model.tokenizerSource;
+  slice.tokenizerConfigJson = model.tokenizerConfigJson;
+  slice.tokenizerConfigSource = model.tokenizerConfigSource;
   Config &c = slice.config = parent;
   c.numLayers = depth;
   c.globalLayers = remap(parent.globalLayers, newIndex);

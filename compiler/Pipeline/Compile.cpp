@@ -94,7 +94,7 @@ std::string modelStats(const Model &model, uint64_t fileBytes) {
     }
   }
   // The tokenizer is content the file carries, not the container's overhead.
-  const uint64_t tokenizer = model.tokenizerJson.size();
+  const uint64_t tokenizer = model.tokenizerJson.size() + model.tokenizerConfigJson.size();
   return fmt::format("layers: {}\nparameters: {}\ntensors: {} ({} CQ)\ncq bits per weight: {:.4f}\n"
                      "payload bytes: {}\ntokenizer bytes: {}\nfile bytes: {}\ncontainer overhead: {:.4f}%\n",
                      model.config.numLayers, model.parameterCount(), model.tensors.size(), cqTensors,

@@ -416,4 +416,29 @@ TokenizerSpec readTokenizerJson(const std::filesystem::path &path) {
                             path.string());
 }
 
+namespace {
+
+/// The id of the token a tokenizer_config.json field names, if it names one.
+std::optional<int32_t> configTokenId(const Node &node, const TokenizerSpec &spec) {
+  if (node.isNull())
+    return std::nullopt;
+  const std::string text = node.value().kind == Value::Kind::Object ? node.member("content").string() : node.string();
+  for (const AddedToken &token : spec.added)
+    if (token.content == text)
+      return token.id;
+  const auto vocab = std::find(spec.model.vocab.begin(), spec.model.vocab.end(), text);
+  if (vocab == spec.model.vocab.end())
+    node.fail("\"{}\" is no token of the tokenizer", text);
+  return static_cast<int32_t>(vocab - spec.model.vocab.begin());
+}
+
+} // namespace
+
+TokenizerConfig parseTokenizerConfig(std::string_view text, std::string_view source, const TokenizerSpec &spec) {
+  const Value document = json::parse(text, source);
+  const Node root(document, "", source);
+  root.expect(Value::Kind::Object);
+  return {configTokenId(root.member("bos_token"), spec), configTokenId(root.member("eos_token"), spec)};
+}
+
 } // namespace needle::tokenizer

@@ -7,6 +7,7 @@
 #include "Tokenizer/TokenizerSpec.h"
 
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 namespace needle::tokenizer {
@@ -25,5 +26,17 @@ TokenizerSpec parseTokenizerJson(std::string_view text, std::string_view source)
 
 /// Reads and parses `path` (at most kMaxTokenizerBytes).
 TokenizerSpec readTokenizerJson(const std::filesystem::path &path);
+
+/// What needlec takes from a tokenizer_config.json (docs/tokenizer.md, "A model's tokenizer"):
+/// the ids of the tokens its bos_token and eos_token name, when it names them.
+struct TokenizerConfig {
+  std::optional<int32_t> bos, eos;
+};
+
+/// Parses the text of the tokenizer_config.json of `spec`: its bos_token and eos_token (a string,
+/// or an object with the token's content; null or absent: not named), each an added token's
+/// content or a vocabulary token; other fields are the transformers library's and are not read.
+/// Errors name `source` and the field.
+TokenizerConfig parseTokenizerConfig(std::string_view text, std::string_view source, const TokenizerSpec &spec);
 
 } // namespace needle::tokenizer

@@ -3,7 +3,7 @@
 
   check_text.py TOOLS WORK E2E TOKENIZER_DIR TEXTS ORACLE
                 [--emit cpp | --emit obj --target T] [--cc CC] [--cxx CXX] [--ld LD] [--run PREFIX]
-                [--tokenizer-tables fast|small]
+                [--tokenizer-tables fast|small] [--tokenizer-config]
 
 Synthesizes a tiny model whose vocab_size is the tokenizer's, gives it TOKENIZER_DIR's
 tokenizer.json, compiles it (needlec --emit obj for --target, or --emit cpp built by --cxx),
@@ -16,7 +16,8 @@ builds test/e2e/text.c with --cc, links the two (--ld), and runs it (under --run
   space and "<0xNN>" as that byte; an added token's content), and refuse the id past the last;
 - every added token's content: NAME_token_id must give its id;
 - NAME_info's bos_id and eos_id: the first and last ids the TemplateProcessing post-processor
-  puts around a text, or -1.
+  puts around a text, or -1; with --tokenizer-config, the model gets TOKENIZER_DIR's
+  tokenizer_config.json too, and the tokens its bos_token and eos_token name win.
 
 Prints one MATCH line for each, or MISMATCH with the first differences, and exits 1 on any.
 """
@@ -36,6 +37,7 @@ p.add_argument("e2e")
 p.add_argument("tokenizer")
 p.add_argument("texts")
 p.add_argument("oracle")
+p.add_argument("--tokenizer-config", action="store_true", help="give the model tokenizer_config.json too")
 add_build_options(p)
 args = p.parse_args()
 
@@ -60,12 +62,27 @@ def bos_eos(spec):
     return -1, -1
 
 
+def config_bos_eos(spec, config, fallback):
+    """The ids of the tokens tokenizer_config.json's bos_token and eos_token name (a string or an
+    object with the content), each else the post-processor's."""
+    ids = {a["content"]: a["id"] for a in spec.get("added_tokens", [])}
+    ids = {**spec["model"]["vocab"], **ids}
+    named = []
+    for field, other in zip(("bos_token", "eos_token"), fallback):
+        token = config.get(field)
+        token = token.get("content") if isinstance(token, dict) else token
+        named.append(ids[token] if token is not None else other)
+    return tuple(named)
+
+
 spec = json.load(open(os.path.join(args.tokenizer, "tokenizer.json"), encoding="utf-8"))
 expected_bytes = token_bytes(spec)
 count = max(expected_bytes) + 1
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "t")
-[runner] = build_with_tokenizer(args, args.tokenizer, count, base, [os.path.join(args.e2e, "text.c")])
+config_file = os.path.join(args.tokenizer, "tokenizer_config.json") if args.tokenizer_config else None
+[runner] = build_with_tokenizer(args, args.tokenizer, count, base, [os.path.join(args.e2e, "text.c")],
+                                config_file=config_file)
 
 texts = [json.loads(line) for line in read_lines(args.texts)]
 added = [(a["content"], a["id"]) for a in spec.get("added_tokens", [])]
@@ -108,7 +125,10 @@ for content, want, got in wrong[:5]:
 print(f"MATCH {len(added)} added tokens' ids" if not wrong else f"MISMATCH {len(wrong)} added tokens' ids")
 failed |= bool(wrong)
 
-want = "{} {}".format(*bos_eos(spec))
+want_ids = bos_eos(spec)
+if config_file:
+    want_ids = config_bos_eos(spec, json.load(open(config_file, encoding="utf-8")), want_ids)
+want = "{} {}".format(*want_ids)
 print(f"MATCH bos eos {want}" if results[-1] == want else f"MISMATCH bos eos: {want}, ours {results[-1]}")
 failed |= results[-1] != want
 sys.exit(1 if failed else 0)

@@ -28,14 +28,17 @@ def add_build_options(parser):
     parser.add_argument("--tokenizer-tables", default="fast", help="needlec's --tokenizer-tables")
 
 
-def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_flags=(), synth_flags=()):
-    """Synthesizes a tiny model of `vocab_size` ids with TOKENIZER_DIR's tokenizer.json, compiles it
-    at depth 2 and builds `mains` with it (build_programs); returns the commands that run the
-    programs, in order."""
+def build_with_tokenizer(args, tokenizer_dir, vocab_size, base, mains, needlec_flags=(), synth_flags=(),
+                         config_file=None):
+    """Synthesizes a tiny model of `vocab_size` ids with TOKENIZER_DIR's tokenizer.json (and
+    `config_file` as its tokenizer_config.json, when given), compiles it at depth 2 and builds
+    `mains` with it (build_programs); returns the commands that run the programs, in order."""
     model = os.path.join(os.path.dirname(base), "m")
     run(os.path.join(args.tools, "needle-synth"), "--preset", "tiny", "--seed", "1", "--set", f"vocab_size={vocab_size}",
         *synth_flags, "--tokenizer", "none", "-o", model)
     shutil.copy(os.path.join(tokenizer_dir, "tokenizer.json"), model)
+    if config_file:
+        shutil.copy(config_file, os.path.join(model, "tokenizer_config.json"))
     return build_programs(args, model, base, mains,
                           ["--layers", "2", "--tokenizer-tables", args.tokenizer_tables, *needlec_flags])
 
