@@ -283,10 +283,11 @@ template <typename Keep> void fillWords(TokenizerTables &t, const BpeModel &mode
 
 /// Which byte-level tokens BPE makes from their own bytes: a piece with those bytes is that
 /// token without BPE, as BPE on the same bytes gives the same (docs/tokenizer.md, "Whole
-/// pieces"). Decided by the runtime's own BPE on the tables so far (merges, byte ids).
-std::vector<bool> selfMerging(TokenizerTables &t) {
+/// pieces"). Decided by the runtime's own BPE on the tables so far (merges, byte ids); by
+/// vocabulary id (added tokens are never whole pieces: they are matched before BPE).
+std::vector<bool> selfMerging(TokenizerTables &t, const BpeModel &model) {
   const needle_rt::TokTables view = t.view();
-  std::vector<bool> self(static_cast<size_t>(t.ids));
+  std::vector<bool> self(model.vocab.size());
   std::vector<uint8_t> scratch;
   for (size_t id = 0; id < self.size(); ++id) {
     const uint32_t begin = t.tokenOffsets[id], size = t.tokenOffsets[id + 1] - begin;
@@ -520,7 +521,7 @@ TokenizerTables buildTokenizerTables(const TokenizerSpec &spec, const std::strin
   if (spec.model.ignoreMerges || !t.byteLevel)
     fillWords(t, spec.model, [](size_t) { return true; });
   else if (layout == TableLayout::Fast)
-    fillWords(t, spec.model, [self = selfMerging(t)](size_t id) { return self[id]; });
+    fillWords(t, spec.model, [self = selfMerging(t, spec.model)](size_t id) { return self[id]; });
   t.wholePieces = spec.model.ignoreMerges || (t.byteLevel && layout == TableLayout::Fast);
   t.unk = spec.model.unk.value_or(-1);
   t.fuseUnk = spec.model.fuseUnk;
