@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ git clang-format-19
   libgtest-dev libbenchmark-dev
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools clang-19 lld-19 libclang-rt-19-dev
-  libhalide14-0-dev
+  libhalide14-0-dev libpthreadpool-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev libicu-dev
   python3 python3-numpy wamerican
   python3-torch libopenblas0-pthread
