@@ -178,11 +178,30 @@ using HeadFunction = void (*)(const unsigned char *arena, float *out);
 /// tokenizer's functions only).
 enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4, status_err_space = -5 };
 
+/// One task of a parallel stage (docs/c-interface.md, "Every core"): task i of the stage whose
+/// step's arguments `context` holds.
+using TaskFunction = void (*)(void *context, uint32_t i);
+
+/// needle_parallel of docs/c-interface.md: the pool a product lends a session.
+struct Parallel {
+  void (*parallel_for)(void *pool, TaskFunction fn, void *context, uint32_t count);
+  void *pool;
+  uint32_t workers; // 0 or 1: no pool
+};
+
+/// What @step passes a parallel stage's tasks: its own arguments.
+struct StepContext {
+  unsigned char *arena;
+  const int32_t *tokens;
+  int64_t n, t;
+};
+
 /// The session's header, at the start of its arena (the planner reserves 64 bytes for it).
 struct SessionHeader {
   int64_t position;       // tokens held
   uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
   float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
+  Parallel parallel;      // NAME_set_parallel's pool; none after NAME_open and NAME_restore
 };
 static_assert(sizeof(SessionHeader) <= 64, "codegen/Transforms/PlanSession.cpp reserves 64 bytes for the header");
 

@@ -50,6 +50,9 @@ int needle_abi_embedding(const void *s, float *out) {
   return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
 }
 size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
+int needle_abi_set_parallel(void *s, const needle_rt::Parallel *p) {
+  return needle_rt::session_set_parallel(needle_facts, s, p);
+}
 size_t needle_abi_sample_scratch_size(void) { return needle_rt::sample_scratch_size(needle_facts); }
 int needle_abi_sample(const void *s, const needle_rt::SampleParams *params, needle_rt::SampleRng *rng, void *scratch,
                       size_t scratch_size, int32_t *token) {
@@ -307,6 +310,8 @@ __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const
 #define NEEDLE_EXPORT_CppOnly(name, isa)
 #define NEEDLE_KERNEL(name, signature, layout, mode, isa, backends) NEEDLE_EXPORT_##backends(name, isa)
 #include "needle_kernels.def"
+// What runs a parallel stage's tasks (codegen/Object/StepBuilder.cpp).
+extern "C" const auto needle_kernel_run_tasks = &needle_rt::run_tasks;
 extern "C" const auto needle_kernel_cq_matvec_halide = &needle_halide::cq_matvec;
 extern "C" const auto needle_kernel_cq_matmul_halide = &needle_halide::cq_matmul;
 extern "C" const auto needle_kernel_attention_halide = &needle_halide::attention;

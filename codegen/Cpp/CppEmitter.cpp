@@ -67,6 +67,7 @@ private:
   std::string arg(const KernelArg &a);
   void printCall(const KernelCall &call, std::string &out);
   void printStage(const StepStage &stage);
+  void printParallelStage(const StepStage &stage);
   std::string head(const std::string &name, const std::vector<KernelCall> &calls);
   std::string interface() const;
   std::string textInterface() const;
@@ -76,6 +77,8 @@ private:
   const KernelProgram &program_;
   std::string name_;
   std::string lists_, body_; // namespace-scope int64_t arrays; the body of step()
+  std::string tasks_;        // the parallel stages' task functions, which step() hands to run_tasks
+  int taskCount_ = 0;
   int listCount_ = 0, pointerListCount_ = 0;
   std::string pointerLists_; // local arrays the current call needs
   std::string indent_;       // of the current stage's calls
@@ -151,8 +154,48 @@ void Printer::printCall(const KernelCall &call, std::string &out) {
   pointerLists_.clear();
 }
 
+/// A parallel stage: a function of its own that makes call `task` of the stage (or, for a loop
+/// over the tokens, its calls for token `task`), on the step's arguments the context holds, and
+/// one call of run_tasks in step() that runs them all.
+void Printer::printParallelStage(const StepStage &stage) {
+  using Kind = StepStage::Kind;
+  const std::string name = fmt::format("task{}", taskCount_++);
+  if (name == "task0")
+    body_ += "  needle_rt::StepContext context = {arena, tokens, n, t};\n";
+  const bool tokens = stage.kind == Kind::EachToken;
+  body_ += fmt::format("  needle_rt::run_tasks(arena, {}, &context, {});\n", name,
+                       tokens ? "static_cast<uint32_t>(n)" : std::to_string(stage.calls.size()));
+  perToken_ = stage.kind != Kind::Batched;
+  tasks_ += fmt::format("void {}(void *step_context, uint32_t task) {{\n"
+                        "  const auto &context = *static_cast<const needle_rt::StepContext *>(step_context);\n"
+                        "  unsigned char *arena = context.arena;\n"
+                        "  [[maybe_unused]] const int32_t *tokens = context.tokens;\n"
+                        "  [[maybe_unused]] const int64_t n = context.n, t = context.t;\n",
+                        name);
+  if (tokens) {
+    tasks_ += "  const int64_t i = task;\n";
+    indent_ = "  ";
+    for (const KernelCall &call : stage.calls)
+      printCall(call, tasks_);
+    tasks_ += "}\n\n";
+    return;
+  }
+  if (perToken_)
+    tasks_ += "  const int64_t i = n - 1;\n";
+  tasks_ += "  switch (task) {\n";
+  indent_ = "    ";
+  for (size_t task = 0; task < stage.calls.size(); ++task) {
+    tasks_ += fmt::format("  case {}:\n", task);
+    printCall(stage.calls[task], tasks_);
+    tasks_ += "    break;\n";
+  }
+  tasks_ += "  }\n}\n\n";
+}
+
 void Printer::printStage(const StepStage &stage) {
   using Kind = StepStage::Kind;
+  if (stage.parallel)
+    return printParallelStage(stage);
   perToken_ = stage.kind != Kind::Batched;
   if (stage.kind == Kind::EachToken)
     body_ += "  for (int64_t i = 0; i < n; ++i) {\n";
@@ -318,6 +361,16 @@ typedef struct {{
   uint64_t state;
 }} needle_rng; /* caller-owned; any value is a seed */
 #endif
+#ifndef NEEDLE_PARALLEL
+#define NEEDLE_PARALLEL
+typedef struct {{
+  /* Calls fn(task, i) once for every i in [0, count), on any of the pool's threads (the calling
+     one included), in any order or at once, and returns when all have returned. */
+  void (*parallel_for)(void *pool, void (*fn)(void *task, uint32_t i), void *task, uint32_t count);
+  void *pool;       /* parallel_for's first argument */
+  uint32_t workers; /* the threads parallel_for runs tasks on; 0 or 1: no pool */
+}} needle_parallel;
+#endif
 
 const {2}_info_t *{2}_info(void);
 size_t {2}_arena_size(void);
@@ -330,6 +383,7 @@ const float *{2}_logits(const {2}_session *s);
 float {2}_confidence(const {2}_session *s);
 int {2}_embedding(const {2}_session *s, float *out);
 size_t {2}_position(const {2}_session *s);
+int {2}_set_parallel({2}_session *s, const needle_parallel *p);
 size_t {2}_sample_scratch_size(void);
 int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
                size_t scratch_size, int32_t *token);
@@ -393,6 +447,11 @@ int {0}_embedding(const {0}_session *s, float *out) {{
 }}
 
 size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(kFacts, s); }}
+
+int {0}_set_parallel({0}_session *s, const needle_parallel *p) {{
+  static_assert(sizeof(needle_parallel) == sizeof(needle_rt::Parallel), "needle_parallel is needle_rt::Parallel");
+  return needle_rt::session_set_parallel(kFacts, s, reinterpret_cast<const needle_rt::Parallel *>(p));
+}}
 
 size_t {0}_sample_scratch_size(void) {{ return needle_rt::sample_scratch_size(kFacts); }}
 
@@ -598,6 +657,10 @@ std::string Printer::source(const std::string &headerName) {
                         "template <typename T> T *a(unsigned char *arena, size_t offset, int64_t i) {{\n"
                         "  return reinterpret_cast<T *>(arena + offset + static_cast<size_t>(i) * {});\n}}\n\n",
                         program_.facts.tokenStride);
+  if (!tasks_.empty())
+    source +=
+        "// The parallel stages' tasks (docs/codegen.md, \"Parallel stages\"): task i makes the stage's call i.\n" +
+        tasks_;
   source += "// tokens[0..n) at positions t..: @step, kernel by kernel, on buffers planned in the arena; a\n"
             "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
   source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ + "}\n\n";

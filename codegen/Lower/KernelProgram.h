@@ -71,6 +71,10 @@ struct StepStage {
   };
   Kind kind;
   std::vector<KernelCall> calls;
+  // Tasks that may run in any order, on any thread (codegen/Select/ParallelStages.h): each call
+  // of a Batched or LastToken stage (none reads or writes what another writes), or each token of
+  // an EachToken one (its calls touch only that token's scratch).
+  bool parallel = false;
 };
 
 /// The C interface's facts: needle_rt::ModelFacts and NAME_info_t.

@@ -23,7 +23,10 @@ std::string scalarOf(const KernelArg &arg) {
   }
 }
 
-std::string lineOf(std::string_view where, const KernelCall &call, const HalideKernels &halide) {
+/// One call's line; `task` "K/N" for task K of a parallel stage of N, "token" for a loop whose
+/// tokens are tasks (docs/codegen.md, "Parallel stages").
+std::string lineOf(std::string_view where, const KernelCall &call, const HalideKernels &halide,
+                   const std::string &task = {}) {
   const KernelInfo *info = findKernel(call.kernel);
   std::string line;
   if (const HalideKernel *kernel = halideKernelOf(halide, call))
@@ -34,7 +37,7 @@ std::string lineOf(std::string_view where, const KernelCall &call, const HalideK
   for (size_t i = 0; i < call.args.size(); ++i)
     if (const std::string value = scalarOf(call.args[i]); !value.empty())
       line += fmt::format(" {}={}", info->parameters[i], value);
-  return line + "\n";
+  return line + (task.empty() ? "" : " task=" + task) + "\n";
 }
 
 std::string_view stageName(StepStage::Kind kind) {
@@ -55,9 +58,12 @@ std::string describeKernels(const KernelProgram &program, const HalideKernels &h
   verifyKernelCalls(program);
   std::string text;
   for (const StepStage &stage : program.step)
-    for (const KernelCall &call : stage.calls)
-      if (!call.kernel.empty())
-        text += lineOf(stageName(stage.kind), call, halide);
+    for (size_t i = 0; i < stage.calls.size(); ++i)
+      if (!stage.calls[i].kernel.empty())
+        text += lineOf(stageName(stage.kind), stage.calls[i], halide,
+                       !stage.parallel                            ? ""
+                       : stage.kind == StepStage::Kind::EachToken ? "token"
+                                                                  : fmt::format("{}/{}", i, stage.calls.size()));
   for (const auto &[where, calls] :
        {std::pair{"confidence-head", &program.confidenceHead}, std::pair{"embedding-head", &program.embeddingHead}})
     for (const KernelCall &call : *calls)

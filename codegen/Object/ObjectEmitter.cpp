@@ -46,8 +46,8 @@ namespace LLVM = mlir::LLVM;
 using Kind = KernelArg::Kind;
 
 constexpr const char *kInterfaceFunctions[] = {
-    "info",      "arena_size", "arena_align",         "open",  "restore", "reset", "feed", "logits", "confidence",
-    "embedding", "position",   "sample_scratch_size", "sample"};
+    "info",      "arena_size", "arena_align",         "open",   "restore",     "reset", "feed", "logits", "confidence",
+    "embedding", "position",   "sample_scratch_size", "sample", "set_parallel"};
 // A model with a tokenizer exports these too.
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};

@@ -51,6 +51,9 @@ private:
   mlir::Value i64(int64_t value) { return integer(builder_.getI64Type(), value); }
   void call(const KernelCall &call);
   void stage(const StepStage &stage);
+  void parallelStage(const StepStage &stage);
+  void callOfTask(LLVM::LLVMFuncOp function, mlir::Value task, const std::vector<KernelCall> &calls);
+  mlir::Value stepContext();
   void eachToken(const std::vector<KernelCall> &calls);
   void head(const std::string &name, const std::vector<KernelCall> &calls);
   mlir::Value halideKernel(const std::string &name);
@@ -67,6 +70,8 @@ private:
   mlir::Value arena_, tokens_, count_, start_; // the step's arguments
   mlir::Value index_;                          // the token the calls are for; null: token 0
   mlir::Value scratch_, out_;                  // a head function's own scratch, and its out
+  mlir::Value stepContext_;                    // needle_rt::StepContext of the step's arguments
+  int tasks_ = 0;                              // task functions so far
   std::map<std::string, LLVM::LLVMFuncOp> kernels_;
   int lists_ = 0;
 };
@@ -255,7 +260,96 @@ void StepBuilder::eachToken(const std::vector<KernelCall> &calls) {
   builder_.setInsertionPointToEnd(exit);
 }
 
+/// The step's arguments as a needle_rt::StepContext, on the step's stack (stored once).
+mlir::Value StepBuilder::stepContext() {
+  if (stepContext_)
+    return stepContext_;
+  mlir::OpBuilder::InsertionGuard guard(builder_);
+  builder_.setInsertionPointToStart(entry_);
+  const auto type =
+      LLVM::LLVMStructType::getLiteral(&context_, {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
+  stepContext_ = builder_.create<LLVM::AllocaOp>(loc_, ptr_, type, integer(builder_.getI32Type(), 1));
+  builder_.setInsertionPointAfter(stepContext_.getDefiningOp());
+  mlir::Value fields[] = {arena_, tokens_, count_, start_};
+  for (int i = 0; i < 4; ++i)
+    builder_.create<LLVM::StoreOp>(
+        loc_, fields[i],
+        builder_.create<LLVM::GEPOp>(loc_, ptr_, type, stepContext_, llvm::ArrayRef<LLVM::GEPArg>{0, i}));
+  return stepContext_;
+}
+
+/// A parallel stage: void needle_tasksK(StepContext *context, uint32_t task) makes the stage's
+/// call `task` (a loop over the tokens: its calls for token `task`) on the step's arguments, and
+/// the step hands it to the runtime's run_tasks.
+void StepBuilder::parallelStage(const StepStage &stage) {
+  mlir::Value context = stepContext();
+  const std::string name = fmt::format("needle_tasks{}", tasks_++);
+  const bool tokens = stage.kind == StepStage::Kind::EachToken;
+  mlir::Value arena = arena_, tokenList = tokens_, count = count_, start = start_;
+  mlir::Block *entry = entry_;
+  {
+    mlir::OpBuilder::InsertionGuard guard(builder_);
+    builder_.setInsertionPointToEnd(module_.getBody());
+    auto function = builder_.create<LLVM::LLVMFuncOp>(
+        loc_, name, LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_), {ptr_, builder_.getI32Type()}));
+    entry_ = function.addEntryBlock(builder_);
+    builder_.setInsertionPointToEnd(entry_);
+    const auto type =
+        LLVM::LLVMStructType::getLiteral(&context_, {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
+    auto field = [&](int i, mlir::Type fieldType) -> mlir::Value {
+      mlir::Value at =
+          builder_.create<LLVM::GEPOp>(loc_, ptr_, type, entry_->getArgument(0), llvm::ArrayRef<LLVM::GEPArg>{0, i});
+      return builder_.create<LLVM::LoadOp>(loc_, fieldType, at);
+    };
+    arena_ = field(0, ptr_);
+    tokens_ = field(1, ptr_);
+    count_ = field(2, builder_.getI64Type());
+    start_ = field(3, builder_.getI64Type());
+    mlir::Value task = entry_->getArgument(1);
+    if (tokens) { // every call, for token `task`
+      index_ = builder_.create<LLVM::ZExtOp>(loc_, builder_.getI64Type(), task);
+      for (const KernelCall &kernelCall : stage.calls)
+        call(kernelCall);
+      builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
+    } else {
+      index_ = stage.kind == StepStage::Kind::LastToken ? builder_.create<LLVM::SubOp>(loc_, count_, i64(1)).getResult()
+                                                        : nullptr;
+      callOfTask(function, task, stage.calls);
+    }
+  }
+  arena_ = arena, tokens_ = tokenList, count_ = count, start_ = start, entry_ = entry;
+  mlir::Value tasks = builder_.create<LLVM::AddressOfOp>(loc_, ptr_, name);
+  mlir::Value taskCount = tokens ? builder_.create<LLVM::TruncOp>(loc_, builder_.getI32Type(), count_).getResult()
+                                 : integer(builder_.getI32Type(), static_cast<int64_t>(stage.calls.size()));
+  builder_.create<LLVM::CallOp>(loc_, kernel("run_tasks"), mlir::ValueRange{arena_, tasks, context, taskCount});
+}
+
+/// The rest of a task function: switch (task) { case i: calls[i] }, then return.
+void StepBuilder::callOfTask(LLVM::LLVMFuncOp function, mlir::Value task, const std::vector<KernelCall> &calls) {
+  mlir::Region &body = function.getBody();
+  auto *exit = new mlir::Block();
+  llvm::SmallVector<int32_t> values;
+  llvm::SmallVector<mlir::Block *> cases;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    values.push_back(static_cast<int32_t>(i));
+    cases.push_back(new mlir::Block());
+    body.push_back(cases.back());
+  }
+  body.push_back(exit);
+  builder_.create<LLVM::SwitchOp>(loc_, task, exit, mlir::ValueRange{}, values, cases,
+                                  llvm::SmallVector<mlir::ValueRange>(cases.size(), mlir::ValueRange{}));
+  for (size_t i = 0; i < calls.size(); ++i) {
+    builder_.setInsertionPointToEnd(cases[i]);
+    call(calls[i]);
+    builder_.create<LLVM::BrOp>(loc_, mlir::ValueRange{}, exit);
+  }
+  builder_.setInsertionPointToEnd(exit);
+  builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
+}
+
 void StepBuilder::stage(const StepStage &stage) {
+  if (stage.parallel)
+    return parallelStage(stage);
   switch (stage.kind) {
   case StepStage::Kind::EachToken:
     return eachToken(stage.calls);
@@ -284,6 +378,7 @@ mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
                                                 {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
   auto step = builder_.create<LLVM::LLVMFuncOp>(loc_, "needle_step", type);
   entry_ = step.addEntryBlock(builder_);
+  stepContext_ = nullptr;
   arena_ = entry_->getArgument(0);
   tokens_ = entry_->getArgument(1);
   count_ = entry_->getArgument(2);

@@ -1,6 +1,7 @@
 #include "codegen/Select/Select.h"
 
 #include "codegen/Select/KernelRegistry.h"
+#include "codegen/Select/ParallelStages.h"
 #include "runtime/needle_contract.h"
 
 namespace needle {
@@ -75,6 +76,7 @@ void selectCppCq(KernelProgram &program, const Selection &selection) {
 
 void selectKernels(KernelProgram &program, const Selection &selection) {
   verifyKernelCalls(program);
+  planParallelStages(program);
   if (selection.backend == Backend::Cpp) {
     selectCppCq(program, selection);
     return;

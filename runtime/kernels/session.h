@@ -16,7 +16,7 @@ namespace needle_rt {
 // corrupted one, another model's session or a saved image of one is refused
 // (docs/c-interface.md, "Sessions that are not sessions" and "Saving and restoring a session").
 inline uint64_t session_tag(const ModelFacts &m) {
-  const uint64_t version = 3;                   // 3: the header holds the last call's probability
+  const uint64_t version = 4;                   // 4: the header holds the pool
   uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
   const uint64_t facts[] = {static_cast<uint64_t>(m.arena_size),  static_cast<uint64_t>(m.outputs_end),
                             static_cast<uint64_t>(m.max_seq_len), static_cast<uint64_t>(m.vocab_size),
@@ -48,13 +48,43 @@ inline void reset_arena(const ModelFacts &m, void *arena) {
 }
 
 // A session image copied into arena (docs/c-interface.md, "Saving and restoring a session").
+// The image's pool belonged to the process that saved it: the session starts without one.
 inline void *session_restore(const ModelFacts &m, void *arena, size_t size) {
-  return size >= static_cast<size_t>(m.arena_size) ? checked_session(m, arena) : nullptr;
+  SessionHeader *h = size >= static_cast<size_t>(m.arena_size) ? checked_session(m, arena) : nullptr;
+  if (h)
+    h->parallel = Parallel{};
+  return h;
 }
 
+// Forgets the tokens, keeps the pool.
 inline void session_reset(const ModelFacts &m, void *arena) {
-  if (checked_session(m, arena))
+  if (SessionHeader *h = checked_session(m, arena)) {
+    const Parallel pool = h->parallel;
     reset_arena(m, arena);
+    h->parallel = pool;
+  }
+}
+
+inline int session_set_parallel(const ModelFacts &m, void *arena, const Parallel *p) {
+  SessionHeader *h = checked_session(m, arena);
+  const bool pooled = p && p->workers > 1;
+  if (!h || (pooled && !p->parallel_for))
+    return status_err_arg;
+  h->parallel = pooled ? *p : Parallel{};
+  return status_ok;
+}
+
+// A parallel stage of @step: tasks [0, count) of fn on the session's pool, or in order on this
+// thread without one. The tasks of a stage touch disjoint outputs, so either way gives the same
+// bytes.
+inline void run_tasks(unsigned char *arena, TaskFunction fn, void *context, uint32_t count) {
+  const Parallel &p = reinterpret_cast<const SessionHeader *>(arena)->parallel;
+  if (p.workers > 1 && count > 1) {
+    p.parallel_for(p.pool, fn, context, count);
+    return;
+  }
+  for (uint32_t i = 0; i < count; ++i)
+    fn(context, i);
 }
 
 inline void *session_open(const ModelFacts &m, void *arena, size_t size) {

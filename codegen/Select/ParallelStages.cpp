@@ -1,0 +1,182 @@
+#include "codegen/Select/ParallelStages.h"
+
+#include "Support/RoundUp.h"
+#include "codegen/Select/KernelRegistry.h"
+#include "codegen/Select/WeightLayouts.h"
+#include "runtime/needle_contract.h"
+
+#include <algorithm>
+#include <set>
+
+namespace needle {
+
+namespace {
+
+using Kind = StepStage::Kind;
+
+/// Bytes [offset, offset + bytes) of the arena; per token when in the scratch (offset at or past
+/// ModelFacts::outputsEnd), token i's copy i·tokenStride bytes on.
+struct Region {
+  int64_t offset, bytes;
+};
+
+struct Access {
+  Region read, written;
+};
+
+/// What a CQ product reads (x_rot) and writes (y) of the arena, for token 0 (or the last token).
+Access accessOf(const KernelCall &call) {
+  const int64_t padded = needle_rt::cq_padded_cols(argValue(call, "cols"));
+  return {{argValue(call, "x_rot"), padded * 4}, {argValue(call, "y"), argValue(call, "rows") * 4}};
+}
+
+/// Whether a and b overlap for some pair of tokens of a stage of `tokens` tokens at most.
+bool overlap(Region a, Region b, const ModelFacts &facts, int64_t tokens) {
+  const bool aScratch = a.offset >= facts.outputsEnd, bScratch = b.offset >= facts.outputsEnd;
+  if (aScratch != bScratch)
+    return false;
+  const int64_t apart = aScratch ? tokens - 1 : 0;
+  for (int64_t d = -apart; d <= apart; ++d) {
+    const int64_t shifted = b.offset + d * facts.tokenStride;
+    if (a.offset < shifted + b.bytes && shifted < a.offset + a.bytes)
+      return true;
+  }
+  return false;
+}
+
+/// Whether calls a and b may run in either order, or at once.
+bool independent(const KernelCall &a, const KernelCall &b, const ModelFacts &facts, int64_t tokens) {
+  const Access x = accessOf(a), y = accessOf(b);
+  return !overlap(x.written, y.read, facts, tokens) && !overlap(x.written, y.written, facts, tokens) &&
+         !overlap(y.written, x.read, facts, tokens);
+}
+
+/// The weight offsets every call reads, each with the number of arguments that name it.
+std::multiset<int64_t> weightReads(const KernelProgram &program) {
+  std::multiset<int64_t> reads;
+  forEachCall(program, [&](const KernelCall &call) {
+    for (const KernelArg &arg : call.args)
+      if (arg.kind == KernelArg::Kind::Weight)
+        reads.insert(arg.value);
+  });
+  return reads;
+}
+
+/// A copy of weights [offset, offset + bytes) at the end of the program's weights.
+int64_t copyWeights(KernelProgram &program, int64_t offset, int64_t bytes) {
+  std::vector<uint8_t> &blob = program.weights;
+  blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
+  const int64_t copy = static_cast<int64_t>(blob.size());
+  blob.insert(blob.end(), blob.begin() + offset, blob.begin() + offset + bytes);
+  return copy;
+}
+
+/// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights are
+/// re-laid as a matrix of their own later; a matrix some other call also reads (the tied
+/// embedding, say) is cut from a copy, so that re-laying a panel in place cannot change what the
+/// other call reads beyond the matrix's first bytes.
+std::vector<KernelCall> cutIntoPanels(const KernelCall &call, KernelProgram &program,
+                                      const std::multiset<int64_t> &reads) {
+  const std::vector<int64_t> rows = panelRows(argValue(call, "rows"));
+  if (rows.size() == 1)
+    return {call};
+  const int64_t cols = argValue(call, "cols"), bits = argValue(call, "bits");
+  const int64_t rowBytes = needle_rt::cq_row_bytes(cols, static_cast<int>(bits));
+  const int64_t rowNorms = 2 * needle_rt::cq_groups(cols);
+  int64_t packed = argValue(call, "packed"), norms = argValue(call, "norms");
+  const int64_t allRows = argValue(call, "rows");
+  if (reads.count(packed) > 1 || reads.count(norms) > 1) {
+    packed = copyWeights(program, packed, allRows * rowBytes);
+    norms = copyWeights(program, norms, allRows * rowNorms);
+  }
+  std::vector<KernelCall> panels;
+  int64_t first = 0;
+  for (int64_t count : rows) {
+    KernelCall panel = call;
+    argument(panel, "packed").value = packed + first * rowBytes;
+    argument(panel, "norms").value = norms + first * rowNorms;
+    argument(panel, "rows").value = count;
+    argument(panel, "y").value += first * 4;
+    if (first > 0)
+      panel.comment.clear();
+    panels.push_back(std::move(panel));
+    first += count;
+  }
+  return panels;
+}
+
+/// Whether `arg` names no buffer of the arena but per-token scratch, pointer lists included.
+bool scratchOnly(const KernelArg &arg, const ModelFacts &facts) {
+  if (arg.kind == KernelArg::Kind::Arena && arg.value < facts.outputsEnd)
+    return false;
+  return std::all_of(arg.pointers.begin(), arg.pointers.end(), [&](auto &p) { return scratchOnly(p, facts); });
+}
+
+/// An EachToken stage whose calls touch no state and no output, only each token's own scratch:
+/// its tokens are independent tasks. Worth a pool only with enough work per token: a Kronecker
+/// MLP, or kTokenStageMinCalls calls.
+bool tokensAreTasks(const StepStage &stage, const ModelFacts &facts) {
+  const bool independent = std::all_of(stage.calls.begin(), stage.calls.end(), [&](const KernelCall &call) {
+    return std::all_of(call.args.begin(), call.args.end(), [&](auto &arg) { return scratchOnly(arg, facts); });
+  });
+  const bool mlp = std::any_of(stage.calls.begin(), stage.calls.end(),
+                               [](const KernelCall &call) { return call.kernel == "kron_mlp_flat"; });
+  return independent && (mlp || static_cast<int64_t>(stage.calls.size()) >= kTokenStageMinCalls);
+}
+
+int64_t weightsOf(const StepStage &stage) {
+  int64_t weights = 0;
+  for (const KernelCall &call : stage.calls)
+    weights += argValue(call, "rows") * argValue(call, "cols");
+  return weights;
+}
+
+} // namespace
+
+std::vector<int64_t> panelRows(int64_t rows) {
+  const int64_t count = std::min(kMostPanels, rows / kPanelRows);
+  if (count < 2)
+    return {rows};
+  const int64_t each = roundUp((rows + count - 1) / count, kPanelMultiple);
+  std::vector<int64_t> panels;
+  for (int64_t first = 0; first < rows; first += each)
+    panels.push_back(std::min(each, rows - first));
+  return panels;
+}
+
+void planParallelStages(KernelProgram &program) {
+  const std::multiset<int64_t> reads = weightReads(program);
+  std::vector<StepStage> stages;
+  for (StepStage &stage : program.step) {
+    if (stage.kind == Kind::EachToken) {
+      stage.parallel = program.facts.batch > 1 && tokensAreTasks(stage, program.facts);
+      stages.push_back(std::move(stage));
+      continue;
+    }
+    const int64_t tokens = stage.kind == Kind::Batched ? program.facts.batch : 1;
+    for (KernelCall &call : stage.calls) {
+      StepStage *last = stages.empty() || stages.back().kind != stage.kind ? nullptr : &stages.back();
+      if (!isCqMatvec(call)) {
+        if (!last || last->parallel)
+          last = &stages.emplace_back(StepStage{stage.kind, {}, false});
+        last->calls.push_back(std::move(call));
+        continue;
+      }
+      const bool joins = last && last->parallel && std::all_of(last->calls.begin(), last->calls.end(), [&](auto &a) {
+                           return independent(a, call, program.facts, tokens);
+                         });
+      std::vector<KernelCall> panels = cutIntoPanels(call, program, reads);
+      if (!joins)
+        last = &stages.emplace_back(StepStage{stage.kind, {}, true});
+      for (KernelCall &panel : panels)
+        last->calls.push_back(std::move(panel));
+    }
+  }
+  for (StepStage &stage : stages)
+    if (stage.parallel && stage.kind != Kind::EachToken &&
+        (stage.calls.size() < 2 || weightsOf(stage) < kParallelMinWeights))
+      stage.parallel = false;
+  program.step = std::move(stages);
+}
+
+} // namespace needle
