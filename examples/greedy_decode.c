@@ -4,16 +4,19 @@
  * the prefill and decode speeds; with a model compiled with a tokenizer, the prompt is text
  * (encoded by the model's NAME_encode) and the generated tokens are printed as text too (its
  * streaming decoder). The prompt is fed in runs of 64 tokens, so --budget-ms can cut a long one
- * short between runs (docs/c-interface.md, "Stopping, and cutting a long feed short"). Plain
- * C11; the model is whatever needle_add_model() compiled.
+ * short between runs (docs/c-interface.md, "Stopping, and cutting a long feed short").
+ * --threads N lends the session a pool of N threads (examples/pools/pool_threads.c), the same
+ * tokens faster (docs/c-interface.md, "Every core"). Plain C11; the model is whatever
+ * needle_add_model() compiled.
  *
  *   greedy_decode [PROMPT [TOKENS]] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
- *                 [--repeat-penalty R] [--seed S] [--budget-ms MS]
+ *                 [--repeat-penalty R] [--seed S] [--budget-ms MS] [--threads N]
  *     e.g. greedy_decode "The license" 32 --temperature 0.8 --top-k 40 --seed 7
  *     (a model without a tokenizer: greedy_decode 17,4242,9 32)
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "model.h"
+#include "pools/pool_threads.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,10 +46,11 @@ struct options {
   needle_sample_params sampling;
   uint64_t seed;
   double budget_ms; /* 0: none */
+  uint32_t threads; /* 1: no pool */
 };
 
 static struct options parse(int argc, char **argv, const char *default_prompt) {
-  struct options o = {default_prompt, 32, {0.0f, 0, 1.0f, 0.0f, 1.0f, NULL, 0}, 1, 0.0};
+  struct options o = {default_prompt, 32, {0.0f, 0, 1.0f, 0.0f, 1.0f, NULL, 0}, 1, 0.0, 1};
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
     const char *flag = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -76,7 +80,14 @@ static struct options parse(int argc, char **argv, const char *default_prompt) {
       o.seed = strtoull(value, NULL, 10);
     else if (!strcmp(flag, "--budget-ms"))
       o.budget_ms = strtod(value, NULL);
-    else {
+    else if (!strcmp(flag, "--threads")) {
+      const unsigned long threads = strtoul(value, NULL, 10);
+      if (threads < 1 || threads > 256) {
+        fprintf(stderr, "greedy_decode: --threads takes 1 to 256, not %s\n", value);
+        exit(2);
+      }
+      o.threads = (uint32_t)threads;
+    }    else {
       fprintf(stderr, "greedy_decode: unknown option %s\n", flag);
       exit(2);
     }
@@ -157,8 +168,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "greedy_decode: cannot open a session\n");
     return 1;
   }
-  printf("model: %u blocks, vocabulary %u, d_model %u, arena %zu bytes\n", info->num_layers, info->vocab_size,
-         info->d_model, model_arena_size());
+  needle_threads_pool *pool = o.threads > 1 ? needle_threads_pool_create(o.threads) : NULL;
+  const needle_parallel parallel = {needle_threads_pool_parallel_for, pool, o.threads};
+  if (pool && model_set_parallel(s, &parallel) != NEEDLE_OK) {
+    fprintf(stderr, "greedy_decode: cannot lend the session a pool of %u threads\n", o.threads);
+    return 1;
+  }
+  printf("model: %u blocks, vocabulary %u, d_model %u, arena %zu bytes, %u thread%s\n", info->num_layers,
+         info->vocab_size, info->d_model, model_arena_size(), o.threads, o.threads > 1 ? "s" : "");
 
   double start = seconds();
   int status = NEEDLE_OK;
@@ -206,6 +223,7 @@ int main(int argc, char **argv) {
   printf("\nconfidence: %.4f after %zu tokens\n", model_confidence(s), model_position(s));
   printf("prefill: %zu tokens in %.1f ms (%.1f tokens/s); decode: %ld tokens in %.1f ms (%.1f tokens/s)\n", fed,
          1e3 * prefill, fed / prefill, generated, 1e3 * decode, generated / decode);
+  needle_threads_pool_destroy(pool);
   free(scratch);
   free(arena);
   return status == NEEDLE_OK || status == NEEDLE_ERR_FULL ? 0 : 1;

@@ -36,6 +36,12 @@ echo "== greedy decoding with the compiled model (host)"
 "$work/example/greedy_decode" "$prompt" 32 | tee "$work/host.txt"
 ids=$(sed -n 's/^prompt: //p' "$work/host.txt" | tr ' ' ',')
 
+echo "== the same on every core: a pool of $(nproc) threads lent to the session (examples/pools)"
+"$work/example/greedy_decode" "$prompt" 32 --threads "$(nproc)" | tee "$work/threads.txt" | grep -E "thread|prefill"
+if ! diff <(grep generated "$work/host.txt") <(grep generated "$work/threads.txt"); then
+  echo "the tokens differ with $(nproc) threads" && exit 1
+fi
+
 echo "== a tool call from text (examples/tool_call.c: the tools of examples/tools.json compiled in)"
 "$work/example/tool_call" "Wake me up at seven tomorrow" 0.5
 
@@ -43,8 +49,8 @@ echo "== needlec --target aarch64 at 8 blocks, linked by aarch64-linux-gnu-gcc, 
 mkdir -p "$work/aarch64"
 "$bin/needlec" "$work/needle3.needle" --layers 8 --target aarch64 --name model --stats -o "$work/aarch64/model" |
   grep -E "target:|time: total"
-aarch64-linux-gnu-gcc -std=c11 -O2 -I "$work/aarch64" examples/greedy_decode.c "$work/aarch64/model.o" -lm \
-  -o "$work/aarch64/greedy_decode"
+aarch64-linux-gnu-gcc -std=c11 -O2 -I "$work/aarch64" -I examples examples/greedy_decode.c \
+  examples/pools/pool_threads.c "$work/aarch64/model.o" -lm -pthread -o "$work/aarch64/greedy_decode"
 qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
 "${qemu[@]}" "$work/aarch64/greedy_decode" "$prompt" 32 | tee "$work/aarch64.txt"
 
