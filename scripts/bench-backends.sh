@@ -27,8 +27,8 @@ ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 link_bench() {
   local name=$1
   shift
-  cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"$name.h\"" -I"$work" test/bench/bench_model.c \
-    "$work/$name.o" "$@" -lm -o "$work/$name-bench"
+  cc -std=c11 -O2 -DNEEDLE_NAME=needle_model "-DNEEDLE_HEADER=\"$name.h\"" -I"$work" -Iexamples test/bench/bench_model.c \
+    examples/pools/pool_threads.c "$work/$name.o" "$@" -lm -pthread -o "$work/$name-bench"
 }
 # object NAME [FLAG...]: needle3 at $depth compiled for the host with needlec's FLAGs and linked;
 # its compile time into compile.txt.
