@@ -22,7 +22,8 @@ KernelCall product(int64_t rows, int64_t cols, int64_t x, int64_t y, int64_t pac
   return {"cq_matmul",
           {KernelArg::weight(packed, "uint8_t"), KernelArg::weight(norms, "uint16_t"),
            KernelArg::of(KernelArg::Kind::Codebook, 2), KernelArg::i32(2), KernelArg::i64(rows), KernelArg::i64(cols),
-           KernelArg::arena(x), KernelArg::arena(y), KernelArg::i64(kStride / 4), KernelArg::of(KernelArg::Kind::Count)},
+           KernelArg::arena(x), KernelArg::arena(y), KernelArg::i64(kStride / 4),
+           KernelArg::of(KernelArg::Kind::Count)},
           {}};
 }
 
@@ -100,7 +101,10 @@ TEST(ParallelStages, SmallWorkStaysOnTheCallingThread) {
 }
 
 TEST(ParallelStages, TheLastTokensOtherCallsStayInOrderAroundTheProduct) {
-  KernelCall norm{"scale", {KernelArg::arena(kOutputsEnd), KernelArg::i64(512), KernelArg::f32(1), KernelArg::arena(kOutputsEnd)}, {}};
+  KernelCall norm{
+      "scale",
+      {KernelArg::arena(kOutputsEnd), KernelArg::i64(512), KernelArg::f32(1), KernelArg::arena(kOutputsEnd)},
+      {}};
   KernelProgram p = program({{Kind::LastToken, {norm, product(2048, 512, kOutputsEnd, 0), norm}}});
   planParallelStages(p);
   ASSERT_EQ(p.step.size(), 3u);
@@ -119,7 +123,8 @@ TEST(ParallelStages, AMatrixAnotherCallReadsIsCutFromACopy) {
                      KernelArg::of(KernelArg::Kind::Codebook, 2), KernelArg::i32(2), KernelArg::i64(3),
                      KernelArg::i64(256), KernelArg::arena(kOutputsEnd)},
                     {}};
-  KernelProgram p = program({{Kind::EachToken, {gather}}, {Kind::LastToken, {product(768, 256, kOutputsEnd, 0, 0, 65536)}}});
+  KernelProgram p =
+      program({{Kind::EachToken, {gather}}, {Kind::LastToken, {product(768, 256, kOutputsEnd, 0, 0, 65536)}}});
   const std::vector<uint8_t> before = p.weights;
   planParallelStages(p);
   ASSERT_EQ(p.step.size(), 2u);
@@ -141,11 +146,11 @@ KernelCall perToken(std::string kernel, std::vector<int64_t> arena) {
 
 TEST(ParallelStages, ALoopOverTokensOfTheirScratchOnlyRunsTokensAsTasks) {
   const int64_t e = kOutputsEnd;
-  KernelProgram p = program({{Kind::EachToken, {perToken("kron_mlp_flat", {e, e + 4096})}},
-                             {Kind::EachToken, {perToken("kron_mlp_flat", {e, 64})}}, // state: in token order
-                             {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e})}},
-                             {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e}),
-                                                perToken("d", {e})}}});
+  KernelProgram p =
+      program({{Kind::EachToken, {perToken("kron_mlp_flat", {e, e + 4096})}},
+               {Kind::EachToken, {perToken("kron_mlp_flat", {e, 64})}}, // state: in token order
+               {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e})}},
+               {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e}), perToken("d", {e})}}});
   planParallelStages(p);
   ASSERT_EQ(p.step.size(), 4u);
   EXPECT_TRUE(p.step[0].parallel);
