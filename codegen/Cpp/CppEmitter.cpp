@@ -159,9 +159,9 @@ void Printer::printCall(const KernelCall &call, std::string &out) {
 /// one call of run_tasks in step() that runs them all.
 void Printer::printParallelStage(const StepStage &stage) {
   using Kind = StepStage::Kind;
-  const std::string name = fmt::format("task{}", taskCount_++);
-  if (name == "task0")
+  if (taskCount_ == 0) // the first parallel stage: the context all of them share
     body_ += "  needle_rt::StepContext context = {arena, tokens, n, t};\n";
+  const std::string name = fmt::format("task{}", taskCount_++);
   const bool tokens = stage.kind == Kind::EachToken;
   body_ += fmt::format("  needle_rt::run_tasks(arena, {}, &context, {});\n", name,
                        tokens ? "static_cast<uint32_t>(n)" : std::to_string(stage.calls.size()));

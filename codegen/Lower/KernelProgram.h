@@ -5,6 +5,8 @@
 // Plain data, no MLIR: the printers that only read it stay cheap to compile.
 #pragma once
 
+#include "Support/RoundUp.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -121,5 +123,15 @@ template <typename Program, typename Visit> void forEachCall(Program &program, V
 
 /// Alignment of each tensor in KernelProgram::weights, and of the weights themselves.
 inline constexpr int64_t kWeightAlign = 64;
+
+/// Appends `count` bytes at `data` to `weights` at the next kWeightAlign boundary; returns their
+/// offset. `data` must not point into `weights`, which may move.
+inline int64_t appendWeights(std::vector<uint8_t> &weights, const void *data, size_t count) {
+  const int64_t offset = roundUp(static_cast<int64_t>(weights.size()), kWeightAlign);
+  weights.resize(static_cast<size_t>(offset), 0);
+  const auto *begin = static_cast<const uint8_t *>(data);
+  weights.insert(weights.end(), begin, begin + count);
+  return offset;
+}
 
 } // namespace needle

@@ -105,14 +105,7 @@ Arg Lowering::ref(Value v) {
   return Arg::arena(bufferOf(v));
 }
 
-int64_t Lowering::addWeight(const void *data, size_t bytes) {
-  std::vector<uint8_t> &blob = program_.weights;
-  blob.resize(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign), 0);
-  const int64_t offset = static_cast<int64_t>(blob.size());
-  const auto *begin = static_cast<const uint8_t *>(data);
-  blob.insert(blob.end(), begin, begin + bytes);
-  return offset;
-}
+int64_t Lowering::addWeight(const void *data, size_t bytes) { return appendWeights(program_.weights, data, bytes); }
 
 Arg Lowering::weight(Value v, const char *element) {
   auto op = v.getDefiningOp<WeightOp>();

@@ -54,6 +54,8 @@ private:
   void parallelStage(const StepStage &stage);
   void callOfTask(LLVM::LLVMFuncOp function, mlir::Value task, const std::vector<KernelCall> &calls);
   mlir::Value stepContext();
+  mlir::Type contextType();
+  mlir::Value contextField(mlir::Value context, int i);
   void eachToken(const std::vector<KernelCall> &calls);
   void head(const std::string &name, const std::vector<KernelCall> &calls);
   mlir::Value halideKernel(const std::string &name);
@@ -260,21 +262,27 @@ void StepBuilder::eachToken(const std::vector<KernelCall> &calls) {
   builder_.setInsertionPointToEnd(exit);
 }
 
+/// needle_rt::StepContext: {arena, tokens, n, t}.
+mlir::Type StepBuilder::contextType() {
+  return LLVM::LLVMStructType::getLiteral(&context_, {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
+}
+
+/// The address of field i of the StepContext at `context`.
+mlir::Value StepBuilder::contextField(mlir::Value context, int i) {
+  return builder_.create<LLVM::GEPOp>(loc_, ptr_, contextType(), context, llvm::ArrayRef<LLVM::GEPArg>{0, i});
+}
+
 /// The step's arguments as a needle_rt::StepContext, on the step's stack (stored once).
 mlir::Value StepBuilder::stepContext() {
   if (stepContext_)
     return stepContext_;
   mlir::OpBuilder::InsertionGuard guard(builder_);
   builder_.setInsertionPointToStart(entry_);
-  const auto type =
-      LLVM::LLVMStructType::getLiteral(&context_, {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
-  stepContext_ = builder_.create<LLVM::AllocaOp>(loc_, ptr_, type, integer(builder_.getI32Type(), 1));
+  stepContext_ = builder_.create<LLVM::AllocaOp>(loc_, ptr_, contextType(), integer(builder_.getI32Type(), 1));
   builder_.setInsertionPointAfter(stepContext_.getDefiningOp());
   mlir::Value fields[] = {arena_, tokens_, count_, start_};
   for (int i = 0; i < 4; ++i)
-    builder_.create<LLVM::StoreOp>(
-        loc_, fields[i],
-        builder_.create<LLVM::GEPOp>(loc_, ptr_, type, stepContext_, llvm::ArrayRef<LLVM::GEPArg>{0, i}));
+    builder_.create<LLVM::StoreOp>(loc_, fields[i], contextField(stepContext_, i));
   return stepContext_;
 }
 
@@ -294,12 +302,8 @@ void StepBuilder::parallelStage(const StepStage &stage) {
         loc_, name, LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_), {ptr_, builder_.getI32Type()}));
     entry_ = function.addEntryBlock(builder_);
     builder_.setInsertionPointToEnd(entry_);
-    const auto type =
-        LLVM::LLVMStructType::getLiteral(&context_, {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
     auto field = [&](int i, mlir::Type fieldType) -> mlir::Value {
-      mlir::Value at =
-          builder_.create<LLVM::GEPOp>(loc_, ptr_, type, entry_->getArgument(0), llvm::ArrayRef<LLVM::GEPArg>{0, i});
-      return builder_.create<LLVM::LoadOp>(loc_, fieldType, at);
+      return builder_.create<LLVM::LoadOp>(loc_, fieldType, contextField(entry_->getArgument(0), i));
     };
     arena_ = field(0, ptr_);
     tokens_ = field(1, ptr_);

@@ -64,11 +64,8 @@ std::multiset<int64_t> weightReads(const KernelProgram &program) {
 
 /// A copy of weights [offset, offset + bytes) at the end of the program's weights.
 int64_t copyWeights(KernelProgram &program, int64_t offset, int64_t bytes) {
-  std::vector<uint8_t> &blob = program.weights;
-  blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
-  const int64_t copy = static_cast<int64_t>(blob.size());
-  blob.insert(blob.end(), blob.begin() + offset, blob.begin() + offset + bytes);
-  return copy;
+  const std::vector<uint8_t> copy(program.weights.begin() + offset, program.weights.begin() + offset + bytes);
+  return appendWeights(program.weights, copy.data(), copy.size());
 }
 
 /// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights are

@@ -172,9 +172,7 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
     if (!inserted)
       return it->second;
     if (readElsewhere.count(offset) || static_cast<int64_t>(bytes.size()) != fileBytes) {
-      blob.resize(static_cast<size_t>(roundUp(static_cast<int64_t>(blob.size()), kWeightAlign)), 0);
-      it->second = static_cast<int64_t>(blob.size());
-      blob.insert(blob.end(), bytes.begin(), bytes.end());
+      it->second = appendWeights(blob, bytes.data(), bytes.size());
     } else {
       std::copy(bytes.begin(), bytes.end(), blob.begin() + offset);
     }

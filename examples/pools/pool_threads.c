@@ -104,13 +104,10 @@ needle_threads_pool *needle_threads_pool_create(uint32_t threads) {
     return NULL;
   const uint32_t workers = threads > 1 ? threads - 1 : 0;
   pool->workers = calloc(workers ? workers : 1, sizeof(thrd_t));
-  if (!pool->workers || mtx_init(&pool->lock, mtx_plain) != thrd_success) {
-    free(pool->workers);
-    free(pool);
-    return NULL;
-  }
-  if (cnd_init(&pool->wake) != thrd_success) {
-    mtx_destroy(&pool->lock);
+  const int locked = pool->workers && mtx_init(&pool->lock, mtx_plain) == thrd_success;
+  if (!locked || cnd_init(&pool->wake) != thrd_success) {
+    if (locked)
+      mtx_destroy(&pool->lock);
     free(pool->workers);
     free(pool);
     return NULL;
