@@ -116,27 +116,6 @@ NEEDLE_RT_AVX2 inline __m256 cqx8_row_block_avx2(const uint8_t *row, const uint1
   return acc;
 }
 
-/// cq_matmul_x8_exact for one token on a row kernel `Rows`: block by block, kernel.at_block(x, count)
-/// (the block's inputs), then kernel.rows8 adding 8 rows' sums over the block into y (reduced at
-/// once), and kernel.row returning the sum of each row left over.
-template <typename Rows>
-inline void cqx8_matvec_on(Rows &kernel, const uint8_t *packed, const uint16_t *norms, int64_t rows, int64_t groups,
-                           const float *x_rot, float *y) {
-  for (int64_t r = 0; r < rows; ++r)
-    y[r] = 0.0f;
-  for (int64_t g = 0; g < groups; g += CqX8::block) {
-    const int64_t count = cq_block_count(groups, g, CqX8::block);
-    kernel.at_block(x_rot + g * cq_group, count);
-    const uint8_t *block = packed + CqX8::group_bytes * g * rows; // row r's groups are count·r groups on
-    const uint16_t *block_norms = norms + g * rows;
-    int64_t r = 0;
-    for (; r + 8 <= rows; r += 8)
-      kernel.rows8(block + CqX8::group_bytes * count * r, block_norms + count * r, count, y + r);
-    for (; r < rows; ++r)
-      y[r] += kernel.row(block + CqX8::group_bytes * count * r, block_norms + count * r, count);
-  }
-}
-
 /// The AVX2 row kernel of cqx8_matvec_on: rows by cqx8_row_block_avx2 (the codebook's byte planes).
 struct Cq4RowsAvx2 {
   Cq4Planes planes;
