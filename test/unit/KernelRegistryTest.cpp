@@ -62,8 +62,9 @@ TEST(KernelRegistry, EveryNameSaysItsColumnsInOneOrder) {
   EXPECT_EQ(kernelNameFor("cq_matmul", KernelLayout::None, KernelMode::Exact, KernelIsa::Portable), "cq_matmul");
   for (const KernelInfo &info : allKernels()) {
     EXPECT_EQ(info.name, kernelNameFor(info.signature, info.layout, info.mode, info.isa));
-    if (info.layout == KernelLayout::None)
+    if (info.layout == KernelLayout::None) {
       EXPECT_EQ(info.mode, KernelMode::Exact) << info.name << ": only a re-laid CQ kernel has a fast mode";
+    }
   }
 }
 
