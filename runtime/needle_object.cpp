@@ -305,6 +305,11 @@ __attribute__((always_inline)) inline void hadamard(HadamardKernel kernel, const
 #else
 #define NEEDLE_EXPORT_Simd128(name)
 #endif
+#if NEEDLE_RT_NEON_KERNELS
+#define NEEDLE_EXPORT_Neon NEEDLE_EXPORT_Portable
+#else
+#define NEEDLE_EXPORT_Neon(name)
+#endif
 #define NEEDLE_EXPORT_Both(name, isa) NEEDLE_EXPORT_##isa(name)
 #define NEEDLE_EXPORT_ObjectOnly(name, isa) NEEDLE_EXPORT_##isa(name)
 #define NEEDLE_EXPORT_CppOnly(name, isa)

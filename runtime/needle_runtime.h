@@ -47,6 +47,7 @@
 #include "kernels/mlp.h"
 #include "kernels/heads.h"
 #include "arch/aarch64/cq_neon.h"
+#include "arch/aarch64/cq_exact_neon.h"
 #include "arch/wasm32/cq_simd128.h"
 #include "arch/x86_64/cq_avx2.h"
 #include "arch/x86_64/cq_avx512.h"

@@ -362,6 +362,7 @@ TargetIsas targetIsas(const TargetSpec &target, const llvm::TargetMachine &machi
   // Ice Lake, Sapphire Rapids, Zen 4; not x86-64-v4, which lacks VBMI and VNNI.
   isas.avx512Vnni = isas.avx512 && info.checkFeatures("+avx512bw,+avx512vbmi,+avx512vnni");
   isas.simd128 = target.arch == RuntimeArch::Wasm32 && info.checkFeatures("+simd128"); // wasm32's default
+  isas.neon = target.arch == RuntimeArch::AArch64 && info.checkFeatures("+neon");
   return isas;
 }
 

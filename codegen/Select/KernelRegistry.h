@@ -19,7 +19,7 @@ namespace needle {
 
 enum class KernelLayout { None, CqLut16, CqLutDword, CqLutChunkMajor, CqX8 };
 enum class KernelMode { Exact, Fast };
-enum class KernelIsa { Portable, Avx2, Avx512, Avx512Vnni, Simd128 };
+enum class KernelIsa { Portable, Avx2, Avx512, Avx512Vnni, Simd128, Neon };
 enum class KernelBackends { Both, ObjectOnly, CppOnly };
 
 /// Every registered kernel, by its runtime name.
@@ -144,7 +144,7 @@ inline std::string_view layoutName(KernelLayout layout) {
 }
 
 inline std::string_view isaName(KernelIsa isa) {
-  constexpr std::string_view names[] = {"portable", "avx2", "avx512", "avx512vnni", "simd128"};
+  constexpr std::string_view names[] = {"portable", "avx2", "avx512", "avx512vnni", "simd128", "neon"};
   return names[static_cast<int>(isa)];
 }
 

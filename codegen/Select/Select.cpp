@@ -58,6 +58,12 @@ void selectObjectCq(KernelProgram &program, const Selection &selection) {
   } else if (isas.avx2) {
     useCqLut16Layout(program, {2}, nameOf(Kernel::cq_matmul_lut16_exact_avx2));
     useCqX8Layout(program, nameOf(Kernel::cq_matmul_x8_exact_avx2));
+  } else if (isas.neon) {
+    // CQ4 in whole tiles on CqLut16 too: 16 rows of a column decoded at once need no sums across
+    // lanes (1.1 instructions a weight under qemu against CqX8's 1.7, docs/performance.md).
+    useCqLut16Layout(program, {2}, nameOf(Kernel::cq_matmul_lut16_exact_neon));
+    useCqLut16Layout(program, {4}, nameOf(Kernel::cq_matmul_lut16_exact_neon), kWholeCqLutTiles);
+    useCqX8Layout(program, nameOf(Kernel::cq_matmul_x8_exact_neon));
   }
 }
 

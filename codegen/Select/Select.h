@@ -22,6 +22,7 @@ struct TargetIsas {
   bool avx512 = false;     // AVX-512F besides
   bool avx512Vnni = false; // AVX-512 BW, VBMI and VNNI besides
   bool simd128 = false;    // wasm simd128
+  bool neon = false;       // aarch64 NEON (every aarch64 CPU)
 };
 
 struct Selection {

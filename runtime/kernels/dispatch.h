@@ -19,7 +19,8 @@ inline void hadamard(const float *in, int64_t n, int64_t group, float *out) {
 #endif
 }
 
-/// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode).
+/// needle.cq_matmul for n tokens on a CQ4 matrix in the CqX8 layout (the exact mode): AVX-512 or
+/// AVX2 where the compiler targets it, NEON on aarch64, else plain C++.
 inline void cq_matmul_x8_exact(const uint8_t *packed, const uint16_t *norms, const float *codebook,
                                [[maybe_unused]] int bits, int64_t rows, int64_t cols, const float *x_rot, float *y,
                                int64_t stride, int64_t n) {
@@ -27,20 +28,24 @@ inline void cq_matmul_x8_exact(const uint8_t *packed, const uint16_t *norms, con
   cq_matmul_x8_exact_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_TARGETS_AVX2
   cq_matmul_x8_exact_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_NEON_KERNELS
+  cq_matmul_x8_exact_neon(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cq_matmul_in(CqX8Rows{}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 #endif
 }
 
 /// The exact mode's needle.cq_matmul for n tokens on a CQ2 or CQ4 matrix in the CqLut16 layout
-/// (needlec lays only CQ2 so): AVX-512 or AVX2 where the compiler targets it, else
-/// cqlut_exact_matmul_portable.
+/// (needlec lays only CQ2 so): AVX-512 or AVX2 where the compiler targets it, NEON on aarch64,
+/// else cqlut_exact_matmul_portable.
 inline void cq_matmul_lut16_exact(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                   int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride, int64_t n) {
 #if NEEDLE_RT_TARGETS_AVX512
   cq_matmul_lut16_exact_avx512(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #elif NEEDLE_RT_TARGETS_AVX2
   cq_matmul_lut16_exact_avx2(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
+#elif NEEDLE_RT_NEON_KERNELS
+  cq_matmul_lut16_exact_neon(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #else
   cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
 #endif

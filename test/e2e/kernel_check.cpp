@@ -2,13 +2,13 @@
 // Node's WASI: test/lit/codegen/kernels-*.test), against a plain double-precision matvec written
 // here from spec/cq.md: the file's layout (cq_matmul, 2, 3 and 4 bits), the exact mode's layouts
 // as needlec re-lays them (codegen/Select/WeightLayouts.cpp; CqLut16 for CQ2, cq_matmul_lut16_exact,
-// and CqX8 for CQ4, cq_matmul_x8_exact: their AVX2 or AVX-512 code when built for it, plain C++
-// otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq_matmul_chunkmajor_exact_avx512 and
-// CqLutDword for CQ4 with cq_matmul_dword_exact_avx512 too), and the fast mode's CqLut16 layout (cq_matmul_lut16_fast,
-// 2 and 4 bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for AVX-512 VBMI and VNNI, its
-// CqLutDword layout and cq_matmul_dword_fast_avx512vnni too, and the exact ones' VNNI kernels). Odd rows (partial tiles
-// of 16), partial and single groups, whole and short blocks, one token and runs of tokens. Prints one line per failure
-// and a summary; exits non-zero on any failure.
+// and CqX8 for CQ4, cq_matmul_x8_exact: their AVX2 or AVX-512 code when built for it, NEON on aarch64,
+// plain C++ otherwise; built for AVX-512, the object's CqLutChunkMajor for CQ2 with cq_matmul_chunkmajor_exact_avx512
+// and CqLutDword for CQ4 with cq_matmul_dword_exact_avx512 too), and the fast mode's CqLut16 layout
+// (cq_matmul_lut16_fast, 2 and 4 bits, held to its error bound instead: docs/targets.md, "The fast mode"; built for
+// AVX-512 VBMI and VNNI, its CqLutDword layout and cq_matmul_dword_fast_avx512vnni too, and the exact ones' VNNI
+// kernels). Odd rows (partial tiles of 16), partial and single groups, whole and short blocks, one token and runs of
+// tokens. Prints one line per failure and a summary; exits non-zero on any failure.
 #include "codegen/Select/WeightLayouts.h"
 #include "needle_runtime.h"
 
@@ -239,7 +239,7 @@ int main() {
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   const char *path = "AVX2";
 #elif NEEDLE_RT_NEON_KERNELS
-  const char *path = "NEON"; // the fast mode's kernels; the others are portable C++
+  const char *path = "NEON"; // the exact modes' CqLut16 (CQ2) and CqX8 kernels and the fast mode's
 #elif NEEDLE_RT_WASM_KERNELS && defined(__wasm_simd128__)
   const char *path = "simd128"; // the same
 #else

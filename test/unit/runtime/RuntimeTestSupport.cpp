@@ -44,6 +44,11 @@ AnyFunction functionOf(const KernelInfo &kernel) {
 #else
 #define NEEDLE_TEST_KERNEL_Simd128(name)
 #endif
+#if NEEDLE_RT_NEON_KERNELS
+#define NEEDLE_TEST_KERNEL_Neon NEEDLE_TEST_KERNEL
+#else
+#define NEEDLE_TEST_KERNEL_Neon(name)
+#endif
 #define NEEDLE_KERNEL(name, signature, layout, mode, isa, backends) NEEDLE_TEST_KERNEL_##isa(name)
 #include "runtime/needle_kernels.def"
   };
