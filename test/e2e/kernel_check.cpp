@@ -177,6 +177,43 @@ std::vector<uint16_t> halves(const std::vector<uint8_t> &bytes) {
   return out;
 }
 
+#if NEEDLE_RT_NEON_KERNELS
+/// The fast mode's NEON tables against the portable ones (cqlut_group_table), group by group: the
+/// same scale, and the same entries but for at most 1 in 256 one apart (the portable products may
+/// be fused where the NEON ones are not, which moves an entry at a rounding tie). A lopsided
+/// codebook (its most negative entry is not its largest), groups of inputs of magnitudes 2^-6 to
+/// 2^6, one of zeros, and one with a NaN (the portable clamp makes it -127).
+void check_neon_tables(Random &random) {
+  for (int bits : {2, 4}) {
+    std::vector<float> codebook;
+    for (int i = 0; i < (1 << bits); ++i)
+      codebook.push_back(-0.2f + 0.5f * static_cast<float>(i) / static_cast<float>((1 << bits) - 1));
+    for (int group = 0; group < 14; ++group) {
+      float x[128];
+      for (float &v : x)
+        v = group == 12 ? 0.0f : std::ldexp(random.uniform(), group - 6);
+      if (group == 13)
+        x[5] = std::nanf("");
+      int8_t want[16 * 32 * 4], got[16 * 32 * 4];
+      const float scale = needle_rt::cqlut_group_table(codebook.data(), bits, x, want);
+      const float neon = bits == 2 ? needle_rt::cqlut_group_table_neon<2>(codebook.data(), x, got)
+                                   : needle_rt::cqlut_group_table_neon<4>(codebook.data(), x, got);
+      int apart = 0, next = 0;
+      for (int i = 0; i < 16 * 32 * bits; ++i) {
+        apart += got[i] - want[i] > 1 || want[i] - got[i] > 1;
+        next += got[i] - want[i] == 1 || want[i] - got[i] == 1;
+      }
+      ++checks;
+      if (apart || next > 2 * bits || neon != scale) {
+        std::printf("FAIL cqlut_group_table_neon bits=%d group %d: scale %g against %g, %d entries apart, %d by one\n",
+                    bits, group, static_cast<double>(neon), static_cast<double>(scale), apart, next);
+        ++failures;
+      }
+    }
+  }
+}
+#endif
+
 } // namespace
 
 int main() {
@@ -232,6 +269,9 @@ int main() {
             tiledNorms.data(), shape[2], random, true);
 #endif
     }
+#if NEEDLE_RT_NEON_KERNELS
+  check_neon_tables(random);
+#endif
 #if NEEDLE_CHECK_VNNI
   const char *path = "AVX-512 VNNI"; // and the exact matvecs' AVX-512, cq_matmul_lut16_fast's AVX2
 #elif defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) // the runtime's #ifs
