@@ -172,22 +172,6 @@ inline void cq2_exact_rows8_neon(const uint8_t *tile, const uint16_t *norms, int
   }
 }
 
-/// cq_matmul_lut16_exact_neon for kTokens CQ2 tokens (token j's x_rot and y j·stride floats after
-/// token 0's): each tile's rows 8 at a time, each column decoded once for all the tokens, whose
-/// inputs in a block (2 KB each) stay in L1.
-template <int kTokens>
-inline void cq2_exact_tokens_neon(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
-                                  int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  const uint8x16x4_t planes = neon_codebook_planes(codebook, 2);
-  cqlut_each_tile<kTokens>(
-      rows, groups, y, stride, [](int64_t, int64_t) {},
-      [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
-        for (int half = 0; half < 2; ++half)
-          cq2_exact_rows8_neon<kTokens>(packed + CqLut16::tile_group_bytes(2) * at, norms + CqLut16::tile * at, count,
-                                        half, planes, x_rot + g0 * cq_group, stride, out);
-      });
-}
-
 // CQ4 on CqLut16: a unit is one column, so a chunk half's nibbles decode 16 rows of two columns.
 
 /// Adds 16 rows' weights of one column (w, rows 4i..4i+3 in w[i]) times the column's input, lane
@@ -282,21 +266,27 @@ inline void cq4_exact_tile_tokens_neon(const uint8_t *tile, const uint16_t *norm
       vst1q_f32(out[j] + 4 * i, acc[j][i]);
 }
 
-/// cq_matmul_lut16_exact_neon for kTokens CQ4 tokens (token j's x_rot and y j·stride floats after
-/// token 0's; one token on cq4_exact_tile_neon).
-template <int kTokens>
-inline void cq4_exact_tokens_neon(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
-                                  int64_t groups, const float *x_rot, float *y, int64_t stride) {
-  const uint8x16x4_t planes = neon_codebook_planes(codebook, 4);
+/// cq_matmul_lut16_exact_neon for kTokens tokens of a CQ2 or CQ4 matrix (token j's x_rot and y
+/// j·stride floats after token 0's), each column decoded once for all of them: CQ2 8 rows at a
+/// time (cq2_exact_rows8_neon), CQ4 a tile's 16 (one token alone on cq4_exact_tile_neon).
+template <int kBits, int kTokens>
+inline void cqlut_exact_tokens_neon(const uint8_t *packed, const uint16_t *norms, const float *codebook, int64_t rows,
+                                    int64_t groups, const float *x_rot, float *y, int64_t stride) {
+  const uint8x16x4_t planes = neon_codebook_planes(codebook, kBits);
   cqlut_each_tile<kTokens>(
       rows, groups, y, stride, [](int64_t, int64_t) {},
       [&](int64_t at, int64_t g0, int64_t count, float(*out)[CqLut16::tile]) {
-        const uint8_t *tile = packed + CqLut16::tile_group_bytes(4) * at;
+        const uint8_t *tile = packed + CqLut16::tile_group_bytes(kBits) * at;
+        const uint16_t *tile_norms = norms + CqLut16::tile * at;
         const float *x = x_rot + g0 * cq_group;
-        if constexpr (kTokens == 1)
-          cq4_exact_tile_neon(tile, norms + CqLut16::tile * at, count, planes, x, out[0]);
-        else
-          cq4_exact_tile_tokens_neon<kTokens>(tile, norms + CqLut16::tile * at, count, planes, x, stride, out);
+        if constexpr (kBits == 2) {
+          for (int half = 0; half < 2; ++half)
+            cq2_exact_rows8_neon<kTokens>(tile, tile_norms, count, half, planes, x, stride, out);
+        } else if constexpr (kTokens == 1) {
+          cq4_exact_tile_neon(tile, tile_norms, count, planes, x, out[0]);
+        } else {
+          cq4_exact_tile_tokens_neon<kTokens>(tile, tile_norms, count, planes, x, stride, out);
+        }
       });
 }
 
@@ -310,7 +300,8 @@ inline void cq_matmul_lut16_exact_neon(const uint8_t *packed, const uint16_t *no
   const int64_t groups = cq_groups(cols);
   if (bits == 4) {
     token_runs<4>(n, [&](auto tokens, int64_t j) {
-      cq4_exact_tokens_neon<tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+      cqlut_exact_tokens_neon<4, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride,
+                                         stride);
     });
     return;
   }
@@ -318,7 +309,8 @@ inline void cq_matmul_lut16_exact_neon(const uint8_t *packed, const uint16_t *no
     if constexpr (tokens == 1)
       cq2_exact_matvec_neon(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
     else
-      cq2_exact_tokens_neon<tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+      cqlut_exact_tokens_neon<2, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride,
+                                         stride);
   });
 }
 
