@@ -26,11 +26,6 @@ namespace {
 using Kernel = void (*)(const uint8_t *, const uint16_t *, const float *, int, int64_t, int64_t, const float *, float *,
                         int64_t, int64_t);
 
-void fast(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t rows, int64_t cols,
-          const float *x_rot, float *y, int64_t stride, int64_t n) {
-  needle_rt::cqlut_matmul_on<needle_rt::CqLutNeon>(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
-}
-
 std::vector<uint16_t> halves(const std::vector<uint8_t> &bytes) {
   std::vector<uint16_t> out(bytes.size() / 2);
   std::memcpy(out.data(), bytes.data(), 2 * out.size());
@@ -71,7 +66,8 @@ int main(int argc, char **argv) {
     laid = needle::interleaveCqX8(packed.data(), rows, groups);
     laidNorms = needle::blockCqX8Norms(norms.data(), rows, groups);
   } else if (kernel != "file2" && kernel != "file4") {
-    run = kernel == "exact2" || kernel == "exact4" ? needle_rt::cq_matmul_lut16_exact_neon : fast;
+    run = kernel == "exact2" || kernel == "exact4" ? needle_rt::cq_matmul_lut16_exact_neon
+                                                   : needle_rt::cq_matmul_lut16_fast; // NEON on aarch64
     laid = needle::tileCqLut16(packed.data(), rows, groups, bits);
     laidNorms = needle::blockCqLut16Norms(norms.data(), rows, groups);
   }
