@@ -138,14 +138,29 @@ constexpr int64_t attention_scratch_floats(int64_t capacity, int64_t heads, int6
   return (group < kAttentionMostHeads ? group : kAttentionMostHeads) * capacity;
 }
 
-/// Floats of a causal_taps ring: stride·(count − 1) past inputs of n floats.
-inline int64_t taps_state_floats(int64_t n, int64_t count, int64_t stride) { return stride * (count - 1) * n; }
+/// Slots of a causal_taps ring: the stride·(count − 1) past inputs the taps read, and `rollback`
+/// more so that a session can go back that many positions (docs/c-interface.md, "Taking tokens
+/// back"). No ring (0) for a single tap.
+inline int64_t taps_capacity(int64_t count, int64_t stride, int64_t rollback) {
+  return count > 1 ? stride * (count - 1) + rollback : 0;
+}
+
+/// Floats of a causal_taps ring of n-float inputs.
+inline int64_t taps_state_floats(int64_t n, int64_t count, int64_t stride, int64_t rollback) {
+  return taps_capacity(count, stride, rollback) * n;
+}
 
 /// Floats of one head's pooling state: rows·probes slots of (d + 2) floats each. Slot
 /// s = r·probes + k starts at state + s·(d + 2) and holds [max, sum, acc[d]]: the largest score
 /// so far, Σ_t e^(score_t − max) and Σ_t e^(score_t − max)·cell_{t,r}. All zeros = no position
 /// kept (sum is >= 1 once one is), so a session is reset by zeroing it.
 inline int64_t head_state_floats(int64_t rows, int64_t probes, int64_t d) { return rows * probes * (d + 2); }
+
+/// Floats a head keeps in the arena: its pooling state and, to go back up to `rollback`
+/// positions, that many snapshots of it after it (head_pool_snapshot).
+inline int64_t head_slot_floats(int64_t rows, int64_t probes, int64_t d, int64_t rollback) {
+  return (1 + rollback) * head_state_floats(rows, probes, d);
+}
 
 /// Scratch floats head_pool_finish needs: one factor and one softmax weight per (row, probe).
 inline int64_t head_finish_scratch_floats(int64_t rows, int64_t probes) { return 2 * rows * probes; }
@@ -164,6 +179,9 @@ struct ModelFacts {
   int64_t batch; // tokens one call of the step carries at most
   float confidence_bias;
   uint64_t fingerprint; // the model's weights, build and needlec (codegen/Lower/Fingerprint.h)
+  int64_t max_rollback; // needlec --max-rollback: positions session_truncate can go back
+  int64_t pool_count;   // the heads' pooling states: pools[2i] their offset, pools[2i+1] their floats
+  const int64_t *pools; // each followed by max_rollback snapshots (head_slot_floats)
 };
 
 /// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and
@@ -174,9 +192,16 @@ using StepFunction = void (*)(unsigned char *arena, const int32_t *tokens, int64
 /// arena: computed when asked, so a feed does not pay for heads nobody reads.
 using HeadFunction = void (*)(const unsigned char *arena, float *out);
 
-/// The header's NEEDLE_* status codes (status_err_space: an output buffer too small, the
-/// tokenizer's functions only).
-enum : int { status_ok = 0, status_err_token = -2, status_err_full = -3, status_err_arg = -4, status_err_space = -5 };
+/// The header's NEEDLE_* status codes (status_err_arena: a truncate further back than the arena
+/// keeps; status_err_space: an output buffer too small, the text and request functions only).
+enum : int {
+  status_ok = 0,
+  status_err_arena = -1,
+  status_err_token = -2,
+  status_err_full = -3,
+  status_err_arg = -4,
+  status_err_space = -5
+};
 
 /// One task of a parallel stage (docs/c-interface.md, "Every core"): task i of the stage whose
 /// step's arguments `context` holds.
@@ -200,6 +225,7 @@ struct StepContext {
 struct SessionHeader {
   int64_t position;       // tokens held
   uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
+  int64_t high_water;     // the most tokens held since NAME_open or NAME_reset (session_truncate)
   float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
   Parallel parallel;      // NAME_set_parallel's pool; none after NAME_open and NAME_restore
 };

@@ -17,6 +17,7 @@ struct ModelInfo {
   int32_t bos_id, eos_id;
   uint32_t stop_count;
   const int32_t *stop_ids;
+  uint32_t max_rollback;
 };
 } // namespace
 
@@ -50,6 +51,7 @@ int needle_abi_embedding(const void *s, float *out) {
   return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
 }
 size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
+int needle_abi_truncate(void *s, size_t position) { return needle_rt::session_truncate(needle_facts, s, position); }
 int needle_abi_set_parallel(void *s, const needle_rt::Parallel *p) {
   return needle_rt::session_set_parallel(needle_facts, s, p);
 }

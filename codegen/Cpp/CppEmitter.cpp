@@ -334,6 +334,7 @@ typedef struct {{
   int32_t bos_id, eos_id;       /* the tokenizer's, or -1 */
   uint32_t stop_count;          /* the ids that end a generation */
   const int32_t *stop_ids;      /* [stop_count]; NULL when stop_count is 0 */
+  uint32_t max_rollback;        /* needlec --max-rollback: tokens {2}_truncate takes back */
 }} {2}_info_t;
 
 #ifndef NEEDLE_STATUS_CODES
@@ -383,6 +384,7 @@ const float *{2}_logits(const {2}_session *s);
 float {2}_confidence(const {2}_session *s);
 int {2}_embedding(const {2}_session *s, float *out);
 size_t {2}_position(const {2}_session *s);
+int {2}_truncate({2}_session *s, size_t position);
 int {2}_set_parallel({2}_session *s, const needle_parallel *p);
 size_t {2}_sample_scratch_size(void);
 int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
@@ -405,7 +407,8 @@ std::string Printer::interface() const {
       R"(
 namespace {{
 
-constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}, {15}u}};
+const int64_t kPools[] = {{{19}}};
+constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}, {15}u, {20}, {21}, kPools}};
 const int32_t kSourceBlocks[] = {{{9}}};
 {16}// A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
 static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1} bytes, more than this target "
@@ -416,7 +419,7 @@ static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1
 extern "C" {{
 
 const {0}_info_t *{0}_info(void) {{
-  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}, {17}u, {18}}};
+  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}, {17}u, {18}, {20}u}};
   return &info;
 }}
 
@@ -448,6 +451,8 @@ int {0}_embedding(const {0}_session *s, float *out) {{
 
 size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(kFacts, s); }}
 
+int {0}_truncate({0}_session *s, size_t position) {{ return needle_rt::session_truncate(kFacts, s, position); }}
+
 int {0}_set_parallel({0}_session *s, const needle_parallel *p) {{
   static_assert(sizeof(needle_parallel) == sizeof(needle_rt::Parallel), "needle_parallel is needle_rt::Parallel");
   return needle_rt::session_set_parallel(kFacts, s, reinterpret_cast<const needle_rt::Parallel *>(p));
@@ -472,7 +477,8 @@ int {0}_sample(const {0}_session *s, const needle_sample_params *params, needle_
       f.stopIds.empty() ? ""
                         : fmt::format("const int32_t kStopIds[] = {{{}}};\n",
                                       list(std::vector<int64_t>(f.stopIds.begin(), f.stopIds.end()), integer)),
-      f.stopIds.size(), f.stopIds.empty() ? "nullptr" : "kStopIds");
+      f.stopIds.size(), f.stopIds.empty() ? "nullptr" : "kStopIds", list(f.pools, integer), f.maxRollback,
+      f.pools.size() / 2);
 }
 
 std::string Printer::textInterface() const {

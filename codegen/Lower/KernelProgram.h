@@ -90,6 +90,8 @@ struct ModelFacts {
   int32_t bosId = -1, eosId = -1; // the tokenizer's, or -1
   std::vector<int32_t> stopIds;   // the tokens that end a generation (needlec --stop)
   uint64_t fingerprint = 0;       // modelFingerprint(), set by the emitter once the build is known
+  int64_t maxRollback = 0;        // needlec --max-rollback: positions NAME_truncate can go back
+  std::vector<int64_t> pools;     // each head's pooling state: its arena offset, its floats
 };
 
 struct KernelProgram {

@@ -73,7 +73,7 @@ private:
   std::map<std::string, int64_t> weightOffsets_; // by tensor name and head rows
   llvm::DenseMap<Operation *, int64_t> constantIndex_;
   llvm::DenseMap<Operation *, std::vector<KernelCall>> headCalls_; // a head function's, by its needle.head
-  int64_t maxSeqLen_ = 0;                                          // the plan's: it sized the KV rings
+  SessionLimits limits_;                                           // the plan's: they sized the rings
 };
 
 int64_t Lowering::bufferOf(Value v) {
@@ -172,7 +172,11 @@ void Lowering::lowerBlock(Block &block) {
 void Lowering::lowerHead(HeadOp op) {
   const ArrayRef<int64_t> probes = shapeOf(op.getProbes());
   const int64_t rows = probes[0], count = probes[1], d = probes[2], queries = shapeOf(op.getQuery())[0];
-  const int64_t state = slot(op, "needle.state").first;
+  const int64_t state = slot(op, "needle.state").first, floats = needle_rt::head_state_floats(rows, count, d);
+  program_.facts.pools.insert(program_.facts.pools.end(), {state, floats});
+  if (limits_.maxRollback)
+    call("head_pool_snapshot",
+         {Arg::arena(state), Arg::i64(floats), Arg::i64(limits_.maxRollback), Arg::of(Kind::Position)});
   Arg cells = Arg::of(Kind::PointerList);
   for (Value cell : op.getCells())
     cells.pointers.push_back(ref(cell));
@@ -303,8 +307,10 @@ void Lowering::lowerOp(Operation &operation) {
       .Case([&](CausalTapsOp op) {
         const int64_t count = shapeOf(op.getTaps())[0];
         const Arg ring = count > 1 ? Arg::arena(slot(op, "needle.state").first) : Arg::of(Kind::Null);
-        call("causal_taps", {ref(op.getInput()), i64(lengthOf(op.getInput())), ref(op.getTaps()), i64(count),
-                             i64(op.getStride()), ring, Arg::of(Kind::Position), ref(op.getResult())});
+        call("causal_taps",
+             {ref(op.getInput()), i64(lengthOf(op.getInput())), ref(op.getTaps()), i64(count), i64(op.getStride()),
+              i64(needle_rt::taps_capacity(count, op.getStride(), limits_.maxRollback)), ring, Arg::of(Kind::Position),
+              ref(op.getResult())});
       })
       .Case([&](ZcNormOp op) {
         call("zc_norm", {ref(op.getInput()), ref(op.getScale()), i64(lengthOf(op.getInput())), i64(op.getHeads()),
@@ -318,7 +324,7 @@ void Lowering::lowerOp(Operation &operation) {
       .Case([&](AttentionOp op) {
         const int64_t state = slot(op, "needle.state").first, scratch = slot(op, "needle.scratch").first;
         const int64_t heads = op.getHeads(), kvHeads = op.getKvHeads();
-        const int64_t kWidth = lengthOf(op.getKey()), capacity = kvCapacity(op.getWindow(), maxSeqLen_);
+        const int64_t kWidth = lengthOf(op.getKey()), capacity = kvCapacity(op.getWindow(), limits_);
         call("attention", {ref(op.getQuery()), ref(op.getKey()), ref(op.getValue()), i64(heads), i64(kvHeads),
                            i64(lengthOf(op.getQuery()) / heads), i64(lengthOf(op.getValue()) / kvHeads),
                            i64(op.getWindow()), i64(capacity), Arg::of(Kind::Position), Arg::arena(state),
@@ -392,6 +398,7 @@ void Lowering::lowerInterface() {
   f.arenaAlign = get("align");
   f.outputsEnd = get("outputs_end");
   f.maxSeqLen = c.maxSeqLen;
+  f.maxRollback = limits_.maxRollback;
   f.vocabSize = c.vocabSize;
   f.embeddingDim = c.embeddingDim;
   f.confidenceBias = model_.floats("confidence.bias")[0];
@@ -432,10 +439,9 @@ KernelProgram Lowering::run() {
   auto step = module_.lookupSymbol<func::FuncOp>("step");
   if (!step)
     error("the module has no func.func @step");
-  auto maxSeq = module_->getAttrOfType<IntegerAttr>(kMaxSeqLenAttr);
-  if (!module_->getAttrOfType<DictionaryAttr>(kArenaAttr) || !maxSeq)
+  limits_ = sessionLimits(module_);
+  if (!module_->getAttrOfType<DictionaryAttr>(kArenaAttr) || !limits_.maxSeqLen)
     error("the module has no {}; run needle-plan-session first", kArenaAttr);
-  maxSeqLen_ = maxSeq.getInt();
   // The weights' layout follows program order, not the order a call's arguments are evaluated in.
   step.walk([&](WeightOp op) {
     if (isa<CqType>(op.getType()))

@@ -45,9 +45,10 @@ namespace {
 namespace LLVM = mlir::LLVM;
 using Kind = KernelArg::Kind;
 
-constexpr const char *kInterfaceFunctions[] = {
-    "info",      "arena_size", "arena_align",         "open",   "restore",     "reset", "feed", "logits", "confidence",
-    "embedding", "position",   "sample_scratch_size", "sample", "set_parallel"};
+constexpr const char *kInterfaceFunctions[] = {"info",       "arena_size",   "arena_align", "open",
+                                               "restore",    "reset",        "feed",        "logits",
+                                               "confidence", "embedding",    "position",    "sample_scratch_size",
+                                               "sample",     "set_parallel", "truncate"};
 // A model with a tokenizer exports these too.
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
@@ -186,28 +187,33 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
 
   const ModelFacts &f = program.facts;
   auto *factsType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_facts")->getValueType());
-  if (!factsType || factsType->getNumElements() != 10)
-    fail("internal: the runtime's needle_rt::ModelFacts is not the ten fields the object printer fills");
+  if (!factsType || factsType->getNumElements() != 13)
+    fail("internal: the runtime's needle_rt::ModelFacts is not the 13 fields the object printer fills");
   auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
   auto i32 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value); };
+  llvm::Constant *poolsInit = constantArray(context, std::vector<uint64_t>(f.pools.begin(), f.pools.end()));
+  auto *pools = new llvm::GlobalVariable(module, poolsInit->getType(), true, llvm::GlobalValue::InternalLinkage,
+                                         poolsInit, "needle_pools");
+  pools->setAlignment(llvm::Align(8));
   define("needle_facts",
          llvm::ConstantStruct::get(
              factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
                          i64(f.embeddingDim), i64(f.logits), i64(f.batch),
                          llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias)),
-                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint)}),
+                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint), i64(f.maxRollback),
+                         i64(int64_t(f.pools.size() / 2)), pools}),
          8);
   llvm::Constant *sourceBlocks = internalIdArray(module, f.sourceBlocks, "needle_source_blocks");
   llvm::Constant *stopIds = llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
   if (!f.stopIds.empty())
     stopIds = internalIdArray(module, f.stopIds, "needle_stop_ids");
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
-  if (!infoType || infoType->getNumElements() != 10)
-    fail("internal: the runtime's ModelInfo is not the ten fields of NAME_info_t");
+  if (!infoType || infoType->getNumElements() != 11)
+    fail("internal: the runtime's ModelInfo is not the 11 fields of NAME_info_t");
   define("needle_info",
          llvm::ConstantStruct::get(infoType, {i32(f.vocabSize), i32(f.dModel), i32(f.numLayers), i32(f.maxSeqLen),
                                               i32(f.embeddingDim), sourceBlocks, i32(f.bosId), i32(f.eosId),
-                                              i32(int64_t(f.stopIds.size())), stopIds}),
+                                              i32(int64_t(f.stopIds.size())), stopIds, i32(f.maxRollback)}),
          8);
 }
 

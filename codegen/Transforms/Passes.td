@@ -17,7 +17,9 @@ def PlanSession : Pass<"needle-plan-session", "mlir::ModuleOp"> {
       (capacity = its window, or max_seq_len for a global block; at most max_seq_len), the
       ring of each `needle.causal_taps` (stride·(taps−1) past inputs), the token ring of each
       `needle.engram_gather` (max(orders) tokens), the online pooling state of each
-      `needle.head`;
+      `needle.head`; the module attribute `needle.max_rollback = K` (absent: 0) makes the
+      local, tap and token rings K positions longer and follows each head's state with K
+      snapshots of it, so a session can go back K positions;
     - outputs: the values @step returns that live in the arena (the logits), which must
       outlive the call; a `needle.head`'s result gets no buffer, as the C interface computes
       it when asked;

@@ -67,7 +67,7 @@ int64_t placeFirstFit(std::vector<Lifetime *> &ranges) {
 
 class SessionPlanner {
 public:
-  SessionPlanner(func::FuncOp step, int64_t maxSeqLen) : step_(step), maxSeqLen_(maxSeqLen) {}
+  SessionPlanner(func::FuncOp step, const needle::SessionLimits &limits) : step_(step), limits_(limits) {}
 
   /// Plans the arena and records it on the ops; returns the module's arena description.
   DictionaryAttr run();
@@ -80,7 +80,7 @@ private:
   DenseI64ArrayAttr pair(int64_t offset, int64_t bytes) { return b_.getDenseI64ArrayAttr({offset, bytes}); }
 
   func::FuncOp step_;
-  int64_t maxSeqLen_;
+  needle::SessionLimits limits_;
   OpBuilder b_{step_.getContext()};
   std::vector<Operation *> ops_;               // program order, block bodies in place
   llvm::DenseMap<Operation *, int64_t> index_; // position in ops_
@@ -148,7 +148,7 @@ DictionaryAttr SessionPlanner::run() {
 
   int64_t cursor = kHeaderBytes;
   for (Operation *op : ops_)
-    if (const int64_t bytes = needle::sessionNeeds(op, maxSeqLen_).stateBytes) {
+    if (const int64_t bytes = needle::sessionNeeds(op, limits_).stateBytes) {
       op->setAttr("needle.state", pair(cursor, bytes));
       cursor = needle::roundUp(cursor + bytes, kAlign);
     }
@@ -168,7 +168,7 @@ DictionaryAttr SessionPlanner::run() {
     if (!outputs.contains(root))
       scratch.push_back(&life);
   for (size_t i = 0; i < ops_.size(); ++i)
-    if (const int64_t bytes = needle::sessionNeeds(ops_[i], maxSeqLen_).scratchBytes) {
+    if (const int64_t bytes = needle::sessionNeeds(ops_[i], limits_).scratchBytes) {
       kernelScratch[i] = Lifetime{static_cast<int64_t>(i), static_cast<int64_t>(i), bytes};
       scratch.push_back(&kernelScratch[i]);
     }
@@ -197,9 +197,13 @@ DictionaryAttr SessionPlanner::run() {
 struct PlanSessionPass : needle::impl::PlanSessionBase<PlanSessionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto maxSeq = module->getAttrOfType<IntegerAttr>(kMaxSeqLenAttr);
-    if (!maxSeq || maxSeq.getInt() < 1) {
+    const needle::SessionLimits limits = needle::sessionLimits(module);
+    if (limits.maxSeqLen < 1) {
       module.emitError("needle-plan-session: the module needs a positive ") << kMaxSeqLenAttr;
+      return signalPassFailure();
+    }
+    if (limits.maxRollback < 0 || limits.maxRollback > limits.maxSeqLen) {
+      module.emitError("needle-plan-session: ") << kMaxRollbackAttr << " must be within 0.." << kMaxSeqLenAttr;
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>("step");
@@ -207,7 +211,7 @@ struct PlanSessionPass : needle::impl::PlanSessionBase<PlanSessionPass> {
       module.emitError("needle-plan-session: the module has no func.func @step");
       return signalPassFailure();
     }
-    module->setAttr(kArenaAttr, SessionPlanner(step, maxSeq.getInt()).run());
+    module->setAttr(kArenaAttr, SessionPlanner(step, limits).run());
   }
 };
 

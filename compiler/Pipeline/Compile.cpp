@@ -7,6 +7,7 @@
 #include "Model/Ladder.h"
 #include "Model/ModelTokenizer.h"
 #include "Model/NeedleFile.h"
+#include "Needle/IR/NeedleDialect.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
 #include "Reference/Numerics.h"
@@ -122,7 +123,20 @@ Model loadModel(const CompileOptions &options, const PrepareOptions &prepare, bo
     transformed = transformed || *options.maxSeq != model.config.maxSeqLen;
     model.config.maxSeqLen = *options.maxSeq;
   }
+  if (options.maxRollback < 0 || options.maxRollback > model.config.maxSeqLen)
+    fail("--max-rollback: {} is outside 0..{} (the session's max_seq_len)", options.maxRollback,
+         model.config.maxSeqLen);
   return model;
+}
+
+/// The model imported for the pipeline, with the session limits --max-rollback sets.
+mlir::OwningOpRef<mlir::ModuleOp> importForSession(mlir::MLIRContext &context, const Model &model,
+                                                   const std::string &weights, const CompileOptions &options) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, weights);
+  if (options.maxRollback)
+    (*module)->setAttr(ir::kMaxRollbackAttr,
+                       mlir::IntegerAttr::get(mlir::IntegerType::get(&context, 64), options.maxRollback));
+  return module;
 }
 
 /// Where the IR's weights live: the input itself when it is an unchanged .needle file, else a
@@ -165,7 +179,7 @@ CompileResult emitMlir(const CompileOptions &options) {
 
   mlir::MLIRContext context;
   loadNeedleDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, weights.reference);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, model, weights.reference, options);
   const PipelineFigures figures = runPipeline(*module, options.prepare.layers, options.passes, options);
   std::string text;
   llvm::raw_string_ostream stream(text);
@@ -294,7 +308,7 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   done("probe the model for overflow");
   mlir::MLIRContext context;
   loadNeedleDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importModel(context, model, options.input.string());
+  mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, model, options.input.string(), options);
   const PipelineFigures figures = runPipeline(*module, std::nullopt, true, options);
   done("import and pass pipeline");
   KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);

@@ -33,6 +33,7 @@ struct CompileOptions {
   std::filesystem::path input; // MODEL
   PrepareOptions prepare;      // --layers, --lora, --codebook
   std::optional<int64_t> maxSeq;
+  int64_t maxRollback = 0; // --max-rollback: positions NAME_truncate can go back
   EmitKind emit = EmitKind::Object;
   std::optional<TargetSpec> target; // the object kinds' target, resolved
   std::string name = "needle_model";

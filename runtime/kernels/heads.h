@@ -36,6 +36,13 @@ inline void head_pool_add(float *state, int64_t rows, int64_t probes, int64_t d,
     }
 }
 
+/// Before position t is pooled: copies the pooling state (`floats` of them, head_state_floats)
+/// into its snapshot for t, the (1 + t % rollback)-th state of its slot (head_slot_floats), so
+/// session_truncate can bring back the state before any of the last `rollback` positions.
+inline void head_pool_snapshot(float *state, int64_t floats, int64_t rollback, int64_t t) {
+  std::memcpy(state + floats * (1 + t % rollback), state, static_cast<size_t>(floats) * sizeof(float));
+}
+
 /// The query mix of the pooled state into pooled [queries·d]:
 ///   R[r,k]   = unit(acc / sum) · gain[r,k]  = f_rk · acc, f_rk = gain / (sum·sqrt(mean((acc/sum)²) + eps))
 ///              (R = 0 when no position was kept);

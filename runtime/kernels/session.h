@@ -16,11 +16,12 @@ namespace needle_rt {
 // corrupted one, another model's session or a saved image of one is refused
 // (docs/c-interface.md, "Sessions that are not sessions" and "Saving and restoring a session").
 inline uint64_t session_tag(const ModelFacts &m) {
-  const uint64_t version = 4;                   // 4: the header holds the pool
+  const uint64_t version = 5;                   // 5: the header holds the high-water mark
   uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
   const uint64_t facts[] = {static_cast<uint64_t>(m.arena_size),  static_cast<uint64_t>(m.outputs_end),
                             static_cast<uint64_t>(m.max_seq_len), static_cast<uint64_t>(m.vocab_size),
-                            static_cast<uint64_t>(m.logits),      m.fingerprint};
+                            static_cast<uint64_t>(m.logits),      m.fingerprint,
+                            static_cast<uint64_t>(m.max_rollback)};
   for (uint64_t fact : facts)
     tag = (tag ^ fact) * 0x100000001B3u;
   return tag;
@@ -111,6 +112,38 @@ inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, con
     h->position += count;
     i += static_cast<size_t>(count);
   }
+  if (h->high_water < h->position)
+    h->high_water = h->position;
+  return status_ok;
+}
+
+// Keeps the first `position` tokens (docs/c-interface.md, "Taking tokens back"). The rings hold
+// max_rollback positions more than they read and each head snapshots its pooling state before
+// every position (head_pool_snapshot), so going back to any position at least high_water −
+// max_rollback only needs the heads' states put back: every slot a later position reads is then
+// either still there or rewritten before it is read.
+inline int session_truncate(const ModelFacts &m, void *arena, size_t position) {
+  SessionHeader *h = checked_session(m, arena);
+  if (!h || position > static_cast<size_t>(h->position))
+    return status_err_arg;
+  const int64_t p = static_cast<int64_t>(position);
+  if (p == h->position)
+    return status_ok;
+  if (p == 0) {
+    session_reset(m, arena);
+    return status_ok;
+  }
+  if (h->high_water - p > m.max_rollback)
+    return status_err_arena;
+  unsigned char *bytes = static_cast<unsigned char *>(arena);
+  for (int64_t i = 0; i < m.pool_count; ++i) {
+    float *state = reinterpret_cast<float *>(bytes + m.pools[2 * i]);
+    const int64_t floats = m.pools[2 * i + 1];
+    std::memcpy(state, state + floats * (1 + p % m.max_rollback), static_cast<size_t>(floats) * sizeof(float));
+  }
+  // The logits were the last token's, which is gone: zero until the next feed, as before the first.
+  std::memset(bytes + m.logits, 0, static_cast<size_t>(m.vocab_size) * sizeof(float));
+  h->position = p;
   return status_ok;
 }
 

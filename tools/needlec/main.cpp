@@ -137,6 +137,8 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   for (const char *flag : {"tools", "schema", "call-end", "prompt", "schema-prompt", "max-query"})
     if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj or cpp, which compile the calls and records in", flag);
+  if (cl.has("max-rollback") && emit == EmitKind::Needle)
+    fail("--max-rollback: only meaningful with the kinds that plan a session, not --emit needle");
   if (cl.has("prompt") && !cl.has("tools"))
     fail("--prompt: only meaningful with --tools");
   if (cl.has("schema-prompt") && !cl.has("schema"))
@@ -242,6 +244,9 @@ int run(int argc, char **argv) {
        {"max-query", "BYTES",
         "the longest query NAME_call and NAME_extract take (default 1024); the arena grows with it"},
        {"max-seq", "N", "lower max_seq_len to shrink the session arena"},
+       {"max-rollback", "K",
+        "let NAME_truncate take back up to K tokens (default 0); the arena keeps K more positions in its "
+        "rings and K snapshots of the heads' pooling"},
        {"codebook", "KIND", "needle (default) or lloyd-max, for quantizing float weights"},
        {"stats", "", "print figures about the compiled model (sizes, rotations per token)"},
        {"o", "OUT", "output path (- for stdout with --emit mlir)"}});
@@ -304,6 +309,7 @@ int run(int argc, char **argv) {
     options.maxQuery = uint32_t(*maxQuery);
   }
   options.maxSeq = cl.integer("max-seq");
+  options.maxRollback = cl.integer("max-rollback").value_or(0);
   options.kernels = cl.value("kernels").value_or("native") == "native" ? KernelChoice::Native : KernelChoice::Portable;
   options.activations = cl.value("activations").value_or("float") == "int8" ? Activations::Int8 : Activations::Float;
   options.batch = batchSize(cl);

@@ -40,6 +40,7 @@ inline constexpr const char *kModelAttr = "needle.model";              // the mo
 inline constexpr const char *kCodebooksAttr = "needle.codebooks";      // {cq2 = array<f32: ...>, ...}
 inline constexpr const char *kLadderOrderAttr = "needle.ladder_order"; // the ladder order of the blocks
 inline constexpr const char *kMaxSeqLenAttr = "needle.max_seq_len";    // tokens a session holds
+inline constexpr const char *kMaxRollbackAttr = "needle.max_rollback"; // tokens a session can take back (absent: 0)
 inline constexpr const char *kArenaAttr = "needle.arena"; // the session plan: {align, size, state_end, outputs_end}
 
 /// The shape of a value of ranked tensor type: every needle op's operands and results are.

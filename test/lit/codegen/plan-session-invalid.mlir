@@ -15,3 +15,21 @@ module attributes {needle.max_seq_len = 16 : i64} {
     return
   }
 }
+
+// -----
+
+// expected-error @+1 {{needle-plan-session: needle.max_rollback must be within 0..needle.max_seq_len}}
+module attributes {needle.max_seq_len = 16 : i64, needle.max_rollback = 17 : i64} {
+  func.func @step(%tok: i32, %pos: i32) {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{needle-plan-session: needle.max_rollback must be within 0..needle.max_seq_len}}
+module attributes {needle.max_seq_len = 16 : i64, needle.max_rollback = -1 : i64} {
+  func.func @step(%tok: i32, %pos: i32) {
+    return
+  }
+}

@@ -116,3 +116,55 @@ module attributes {needle.max_seq_len = 16 : i64} {
     return %x, %conf : tensor<8xf32>, tensor<1xf32>
   }
 }
+
+// -----
+
+// needle.max_rollback = 3 (needlec --max-rollback 3, docs/c-interface.md "Taking tokens back"):
+// the local ring keeps 3 positions past its window, 11 x 48 = 528 bytes at 64 (to 640); the
+// global ring already holds max_seq_len, 768 bytes at 640; state ends at 1408. The output %s
+// (64 bytes) ends at 1472. Scratch from 1472: %local +0; the local kernel's scores (2 x 11
+// floats, 88 bytes) +64; %o +64; the global kernel's scores (2 x 16 floats) +128: 1472 + 256.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 1472 : i64, size = 1728 : i64, state_end = 1408 : i64}
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 1472>, needle.scratch = array<i64: 1536, 88>, needle.state = array<i64: 64, 528>, window = 8
+// CHECK-NEXT: needle.attention {{.*}}needle.buffers = array<i64: 1536>, needle.scratch = array<i64: 1600, 128>, needle.state = array<i64: 640, 768>, window = 0
+module attributes {needle.max_seq_len = 16 : i64, needle.max_rollback = 3 : i64} {
+  func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
+    %local = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 8 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %o = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 0 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    %s = needle.sigmoid_gate %o, %local : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+    return %s : tensor<16xf32>
+  }
+}
+
+// -----
+
+// With needle.max_rollback = 3 the taps' ring keeps 2 + 3 past inputs of 8 floats (160 bytes at
+// 64, to 256) and the head its pooling state and 3 snapshots of it (4 x 80 = 320 bytes at 256);
+// state ends at 576. Outputs: the lanes at 576 (128 bytes), the cell at 704 (to 768). Scratch
+// from 768: %m +0, %z +64: 768 + 96 rounds to 896.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 768 : i64, size = 896 : i64, state_end = 576 : i64}
+// CHECK: needle.causal_taps {{.*}}needle.state = array<i64: 64, 160>
+// CHECK: needle.head confidence({{.*}}) {eps = {{[^,]*}}, needle.state = array<i64: 256, 320>, pad = 0 : i64}
+module attributes {needle.max_seq_len = 16 : i64, needle.max_rollback = 3 : i64} {
+  func.func @step(%tok: i32, %pos: i32, %x: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<1xf32>) {
+    %lanes = needle.lanes_init %x : (tensor<8xf32>) -> tensor<4x8xf32>
+    %l1, %cell = needle.block %lanes, %tok, %pos {id = 0 : i64, source = 0 : i64, global = false} : (tensor<4x8xf32>, i32, i32) -> (tensor<4x8xf32>, tensor<8xf32>) {
+    ^bb0(%l: tensor<4x8xf32>, %t: i32, %p: i32):
+      %m = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
+      %taps = needle.weight "attn.q_taps" block 0 : tensor<3x8xf32>
+      %z = needle.causal_taps %m, %taps {stride = 1 : i64} : (tensor<8xf32>, tensor<3x8xf32>) -> tensor<8xf32>
+      %c = needle.lane_mean %l : (tensor<4x8xf32>) -> tensor<8xf32>
+      needle.yield %l, %c : tensor<4x8xf32>, tensor<8xf32>
+    }
+    %probes = needle.weight "confidence.probes" : tensor<1x2x8xf32>
+    %gain = needle.weight "confidence.gain" : tensor<1x2xf32>
+    %query = needle.weight "confidence.query" : tensor<2x8xf32>
+    %bias = needle.weight "confidence.row_bias" : tensor<2x1x2xf32>
+    %proj = needle.weight "confidence.proj" : tensor<1x16xf32>
+    %b = needle.weight "confidence.bias" : tensor<1xf32>
+    %conf = needle.head confidence(%cell) token %tok weights(%probes, %gain, %query, %bias, %proj, %b) {pad = 0, eps = 1.0e-6 : f32} : (tensor<8xf32>, i32, tensor<1x2x8xf32>, tensor<1x2xf32>, tensor<2x8xf32>, tensor<2x1x2xf32>, tensor<1x16xf32>, tensor<1xf32>) -> tensor<1xf32>
+    return %l1, %cell, %conf : tensor<4x8xf32>, tensor<8xf32>, tensor<1xf32>
+  }
+}
