@@ -449,6 +449,14 @@ BENCHMARK(BM_RuntimeCq)
     ->Args({16, 3072, 4, 1, 3}) // needle3: the lanes' phi_res, one tile
     ->Args({16, 3072, 4, 1, 5})
     ->Unit(benchmark::kMicrosecond);
+// A feed's short runs (a few drafted tokens, a prefill's remainder): the exact and fast CQ2 kernels
+// (1, 2) at n = 1 to 8 on needle3's 768 x 768, where a run of n tokens either passes over the
+// matrix once per token or decodes it once for all of them (docs/performance.md, "Drafting").
+BENCHMARK(BM_RuntimeCq)
+    ->Name("BM_RuntimeCqRuns")
+    ->ArgNames({"rows", "cols", "bits", "n", "kernel"})
+    ->ArgsProduct({{768}, {768}, {2}, {1, 2, 3, 4, 5, 6, 7, 8}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 // The CQ4 byte planes (6) against the FMA kernel (3) for a token alone, by rows: where the planes'
 // tables (about a thousand cycles a group) pay for their fewer operations a chunk
 // (kCq4PlaneTiles). Not in bench-vs-ggml.sh's table.

@@ -507,22 +507,22 @@ NEEDLE_RT_AVX2 inline void cq2_exact_tokens_avx2(const uint8_t *packed, const ui
       });
 }
 
-/// cq_matmul_lut16_exact with AVX2, FMA and F16C, one token alone on `matvec`. CQ2: runs of 8
-/// tokens decoded and multiplied, then one of 4 and of 2 as needed (8 sums and a decoded column
-/// fit the 16 registers; a decoded column serves every token of its run); CQ4, which needlec lays
-/// as CqX8 instead, in plain C++.
+/// cq_matmul_lut16_exact with AVX2, FMA and F16C. CQ2: runs of 8 tokens decoded and multiplied
+/// (8 sums and a decoded column fit the 16 registers; a decoded column serves every token of its
+/// run), the rest one at a time on `matvec`: decoding costs about four passes of the pair tables
+/// (BM_RuntimeCqRuns on needle3's 768 x 768: 24 µs a token alone, 93 µs a run of 2, 96 of 4, 141
+/// of 8), so only a run of 8 pays for it. CQ4, which needlec lays as CqX8 instead, in plain C++.
 NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(CqLayoutMatvec matvec, const uint8_t *packed, const uint16_t *norms,
                                                    const float *codebook, int bits, int64_t rows, int64_t cols,
                                                    const float *x_rot, float *y, int64_t stride, int64_t n) {
   if (bits != 2)
     return cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
   const int64_t groups = cq_groups(cols);
-  token_runs<8>(n, [&](auto tokens, int64_t j) {
-    if constexpr (tokens == 1)
-      matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
-    else
-      cq2_exact_tokens_avx2<tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  });
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    cq2_exact_tokens_avx2<8>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  for (; j < n; ++j)
+    matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
 }
 
 /// cq_matmul_lut16_exact with AVX2, FMA and F16C: a token alone on the pair tables' byte planes.
