@@ -11,19 +11,11 @@
 #include NEEDLE_HEADER
 #include "pools/pool_threads.h"
 
+#include "../e2e/model_name.h"
+#include "seconds.h"
+
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
-#define FN(x) CAT(NEEDLE_NAME, x)
-
-static double seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv) {
   const long prefill = argc > 1 ? strtol(argv[1], NULL, 10) : 128;
