@@ -74,8 +74,8 @@ Vec engramRow(const Weights &w, const EngramWeights &site, std::span<const int32
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t table = static_cast<int64_t>(oi) * heads + h;
       const uint32_t slot = engramSlot(tokens, t, static_cast<int64_t>(oi), order, h, heads, slots);
-      const float *row = site.tables.data() + (table * slots + slot) * sub;
-      std::copy(row, row + sub, e.begin() + table * sub);
+      const Vec row = site.tables.row(table * slots + slot);
+      std::copy(row.begin(), row.end(), e.begin() + table * sub);
     }
   }
   return e;

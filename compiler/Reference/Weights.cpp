@@ -3,10 +3,29 @@
 #include "Model/Ladder.h"
 #include "Model/Layout.h"
 #include "Model/Permutation.h"
+#include "Quant/Cq.h"
+#include "Support/Error.h"
 
 #include <fmt/format.h>
 
 namespace needle::reference {
+
+EngramTables::EngramTables(const Model &model, const std::string &name) : tensor_(model.tensor(name)) {
+  if (tensor_.storage == Tensor::Storage::CQ)
+    codebook_ = model.codebooks.at(tensor_.bits);
+  else if (!tensor_.isFloat())
+    fail("tensor \"{}\" is not a float tensor", name);
+}
+
+Vec EngramTables::row(int64_t index) const {
+  const int64_t cols = tensor_.cols();
+  if (tensor_.isFloat())
+    return Vec(tensor_.floats.begin() + index * cols, tensor_.floats.begin() + (index + 1) * cols);
+  Vec out(static_cast<size_t>(cols));
+  cq::dequantizeRows(tensor_.packed.data(), tensor_.norms.data(), index, index + 1, cols, tensor_.bits, codebook_,
+                     out.data());
+  return out;
+}
 
 namespace {
 
@@ -63,8 +82,8 @@ Weights::Weights(const Model &model, int64_t depth) : config(model.config) {
     BlockWeights block = loadBlock(model, id);
     if (int64_t site = config.engramSite(id); site >= 0) {
       const std::string prefix = fmt::format("engram.{}.", site);
-      sites.push_back({model.floats(prefix + "tables"), model.floats(prefix + "key"), model.floats(prefix + "value"),
-                       model.floats(prefix + "taps")});
+      sites.push_back({EngramTables(model, prefix + "tables"), model.floats(prefix + "key"),
+                       model.floats(prefix + "value"), model.floats(prefix + "taps")});
       block.site = static_cast<int64_t>(sites.size()) - 1;
     }
     blocks.push_back(std::move(block));

@@ -26,8 +26,22 @@ struct HeadWeights {
   Vec bias;         // [outDim] or empty
 };
 
+/// An engram site's tables, [len(orders) * E_h, slots, sub_dim], kept as the model stores them and
+/// decoded a row when read: a token reads len(orders) * E_h rows of needle3's 110,592 a site, and
+/// decoding whole tables (71 M floats over its five sites) was most of needlec's probe of a model.
+class EngramTables {
+public:
+  EngramTables(const Model &model, const std::string &name);
+  /// Row `index` (table * slots + slot), as Model::floats decodes it.
+  Vec row(int64_t index) const;
+
+private:
+  Tensor tensor_;
+  std::vector<float> codebook_; // a CQ tensor's
+};
+
 struct EngramWeights {
-  Vec tables; // [len(orders) * E_h, slots, sub_dim]
+  EngramTables tables;
   Vec key, value, taps;
 };
 
