@@ -290,10 +290,12 @@ inline void cqlut_exact_tokens_neon(const uint8_t *packed, const uint16_t *norms
       });
 }
 
-/// cq_matmul_lut16_exact with NEON. CQ2: a token alone on the pair tables, runs of 8 tokens (then
-/// one of 4 and of 2 as needed: 16 sums, two decoded columns and the codebook's planes fit the 32
-/// registers) decoded and multiplied. CQ4: 16 rows of a column decoded at once, for a token alone
-/// or runs of 4 (16 sums).
+/// cq_matmul_lut16_exact with NEON. CQ2: runs of 8 tokens decoded and multiplied (16 sums, two
+/// decoded columns and the codebook's planes fit the 32 registers), the rest one at a time on the
+/// pair tables: counted under qemu on 256 x 1024, a token alone executes 0.72 instructions a weight,
+/// a run of 2 1.13 a token, of 4 0.85 and of 8 0.68, so only runs of 8 pay for decoding. CQ4: 16
+/// rows of a column decoded at once, for a token alone or runs of 4 (16 sums; 1.18, 0.92 a token
+/// for 2, 0.68 for 4).
 inline void cq_matmul_lut16_exact_neon(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits,
                                        int64_t rows, int64_t cols, const float *x_rot, float *y, int64_t stride,
                                        int64_t n) {
@@ -305,13 +307,11 @@ inline void cq_matmul_lut16_exact_neon(const uint8_t *packed, const uint16_t *no
     });
     return;
   }
-  token_runs<8>(n, [&](auto tokens, int64_t j) {
-    if constexpr (tokens == 1)
-      cq2_exact_matvec_neon(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
-    else
-      cqlut_exact_tokens_neon<2, tokens>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride,
-                                         stride);
-  });
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    cqlut_exact_tokens_neon<2, 8>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+  for (; j < n; ++j)
+    cq2_exact_matvec_neon(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
 }
 
 // CQ4 on CqX8: the codebook's byte planes decode 32 columns at a time.
