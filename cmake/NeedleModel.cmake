@@ -1,6 +1,7 @@
 # needle_add_model(<target> MODEL <path> LAYERS <n> [NAME <name>] [EMIT obj|cpp]
 #                  [TARGET <t>] [MCPU <cpu>] [MATTR <features>] [KERNELS native|portable]
-#                  [ACTIVATIONS float|int8] [BATCH <n>] [MAX_SEQ <n>] [CODEBOOK needle|lloyd-max]
+#                  [ACTIVATIONS float|int8] [BATCH <n>] [MAX_SEQ <n>] [MAX_ROLLBACK <k>]
+#                  [CODEBOOK needle|lloyd-max]
 #                  [LORA <adapter.safetensors>] [TOKENIZER <tokenizer.json>|none] [STOP <tokens>|none]
 #                  [TOOLS <tools.json>] [PROMPT <file>] [SCHEMA <schema.json>] [SCHEMA_PROMPT <file>]
 #                  [CALL_END <token>] [MAX_QUERY <bytes>])
@@ -33,7 +34,7 @@ endfunction()
 function(_needle_model_flags prefix)
   set(flags)
   set(files)
-  foreach(option BATCH MAX_SEQ ACTIVATIONS KERNELS MCPU MATTR CODEBOOK STOP CALL_END MAX_QUERY)
+  foreach(option BATCH MAX_SEQ MAX_ROLLBACK ACTIVATIONS KERNELS MCPU MATTR CODEBOOK STOP CALL_END MAX_QUERY)
     if(DEFINED ${prefix}_${option})
       string(TOLOWER ${option} flag)
       string(REPLACE "_" "-" flag ${flag})
@@ -58,7 +59,7 @@ function(_needle_model_flags prefix)
 endfunction()
 
 function(needle_add_model target)
-  set(options_with_value MODEL LAYERS NAME EMIT TARGET MCPU MATTR KERNELS ACTIVATIONS BATCH MAX_SEQ CODEBOOK
+  set(options_with_value MODEL LAYERS NAME EMIT TARGET MCPU MATTR KERNELS ACTIVATIONS BATCH MAX_SEQ MAX_ROLLBACK CODEBOOK
                          LORA TOKENIZER STOP TOOLS PROMPT SCHEMA SCHEMA_PROMPT CALL_END MAX_QUERY)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "${options_with_value}" "")
   if(ARG_UNPARSED_ARGUMENTS)

@@ -1,5 +1,6 @@
 /* Feeds tokens 1, 2, 3 to both models and prints what each says: its depth, its session's length
- * and the argmax of its logits (install/package.test compares chat's with needle-run's). */
+ * and the argmax of its logits (install/package.test compares chat's with needle-run's); then
+ * takes card's last two tokens back, as far as its MAX_ROLLBACK lets it. */
 #include "card.h"
 #include "chat.h"
 
@@ -29,5 +30,8 @@ int main(void) {
          (unsigned)chat_info()->max_seq_len, argmax(chat_logits(chat), chat_info()->vocab_size));
   printf("card: %u blocks, max_seq_len %u, argmax %d\n", (unsigned)card_info()->num_layers,
          (unsigned)card_info()->max_seq_len, argmax(card_logits(card), card_info()->vocab_size));
+  const int truncated = card_truncate(card, 1);
+  printf("card: max_rollback %u, truncate to 1: %d, position %u\n", (unsigned)card_info()->max_rollback, truncated,
+         (unsigned)card_position(card));
   return 0;
 }
