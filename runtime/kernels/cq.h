@@ -125,6 +125,17 @@ template <int kLongest, typename Run> inline void token_runs(int64_t n, Run run,
     token_runs<kLongest / 2>(n, run, j);
 }
 
+/// Deals tokens 0..n into runs of kRun while they last, run(j), and the rest one by one,
+/// single(j): for kernels where a shorter run costs more a token than a token alone (measured
+/// in cq_avx2.h and cq_exact_neon.h).
+template <int kRun, typename Run, typename Single> inline void runs_then_singles(int64_t n, Run run, Single single) {
+  int64_t j = 0;
+  for (; j + kRun <= n; j += kRun)
+    run(j);
+  for (; j < n; ++j)
+    single(j);
+}
+
 /// A CqX8 matrix (needle_contract.h) read row by row, as cq_matvec_in and cq_matmul_in read a
 /// layout (the C++ backend's exact CQ4).
 struct CqX8Rows : CqX8 {

@@ -32,7 +32,8 @@ inline SessionHeader *checked_session(const ModelFacts &m, const void *arena) {
   if (!arena || reinterpret_cast<uintptr_t>(arena) % static_cast<uintptr_t>(m.arena_align))
     return nullptr;
   SessionHeader *h = static_cast<SessionHeader *>(const_cast<void *>(arena));
-  return h->tag == session_tag(m) && h->position >= 0 && h->position <= m.max_seq_len ? h : nullptr;
+  const bool counts_hold = 0 <= h->position && h->position <= h->high_water && h->high_water <= m.max_seq_len;
+  return h->tag == session_tag(m) && counts_hold ? h : nullptr;
 }
 
 // Whether bytes [p, p + size) overlap the session's arena, which the model writes while it reads them.

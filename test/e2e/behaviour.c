@@ -617,19 +617,19 @@ static void check_misuse(void) {
     refused_session(label("never opened, bytes 0x%02x", pattern), &b);
     block_free(&b);
   }
-  /* Opened, then its header overwritten: the first 8 bytes (the position) or the 8 after (the
-   * tag) as 0xff, or a position past max_seq_len. The header's layout is the runtime's own
+  /* Opened, then its header overwritten: the first 8 bytes (the position), the 8 after (the
+   * tag) or the 8 after those (the most tokens held) as 0xff, a position past max_seq_len, or a
+   * most-held below the position or past max_seq_len. The header's layout is the runtime's own
    * (needle_rt::SessionHeader); these bytes stand for any corruption of it. */
   int32_t *tokens = stream(8);
-  for (int field = 0; field < 3; ++field) {
+  for (int field = 0; field < 6; ++field) {
     block_t b = block_new(1, 0x61);
     feed_ok("tokens", open_at(&b, 0), tokens, 3);
-    if (field < 2) {
+    const int64_t values[] = {(int64_t)max_seq + 1, 2, (int64_t)max_seq + 1};
+    if (field < 3)
       memset(b.base + 8 * field, 0xff, 8);
-    } else {
-      const int64_t past = (int64_t)max_seq + 1;
-      memcpy(b.base, &past, sizeof past);
-    }
+    else
+      memcpy(b.base + (field == 3 ? 0 : 16), &values[field - 3], sizeof(int64_t));
     refused_session(label("header field %d overwritten", field), &b);
     block_free(&b);
   }

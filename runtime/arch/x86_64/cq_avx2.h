@@ -518,11 +518,12 @@ NEEDLE_RT_AVX2 inline void cqlut_exact_matmul_with(CqLayoutMatvec matvec, const 
   if (bits != 2)
     return cqlut_exact_matmul_portable(packed, norms, codebook, bits, rows, cols, x_rot, y, stride, n);
   const int64_t groups = cq_groups(cols);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    cq2_exact_tokens_avx2<8>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
-  for (; j < n; ++j)
-    matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
+  runs_then_singles<8>(
+      n,
+      [&](int64_t j) {
+        cq2_exact_tokens_avx2<8>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride, stride);
+      },
+      [&](int64_t j) { matvec(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride); });
 }
 
 /// cq_matmul_lut16_exact with AVX2, FMA and F16C: a token alone on the pair tables' byte planes.
