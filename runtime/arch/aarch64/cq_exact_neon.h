@@ -313,7 +313,9 @@ inline void cq_matmul_lut16_exact_neon(const uint8_t *packed, const uint16_t *no
         cqlut_exact_tokens_neon<2, 8>(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride,
                                       stride);
       },
-      [&](int64_t j) { cq2_exact_matvec_neon(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride); });
+      [&](int64_t j) {
+        cq2_exact_matvec_neon(packed, norms, codebook, rows, groups, x_rot + j * stride, y + j * stride);
+      });
 }
 
 // CQ4 on CqX8: the codebook's byte planes decode 32 columns at a time.
