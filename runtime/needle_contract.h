@@ -182,7 +182,13 @@ struct ModelFacts {
   int64_t max_rollback; // needlec --max-rollback: positions session_truncate can go back
   int64_t pool_count;   // the heads' pooling states: pools[2i] their offset, pools[2i+1] their floats
   const int64_t *pools; // each followed by max_rollback snapshots (head_slot_floats)
+  int64_t depth;        // the blocks this step runs (docs/c-interface.md, "Every rung in one object")
+  int64_t token_log;    // the arena offset of the log of fed tokens (token_log_bytes), 0 for none
 };
+
+/// Bytes of the log of fed tokens an object of several rungs keeps after the session's header,
+/// from which NAME_reopen_depth feeds them again: one int32_t per position, whole 64-byte lines.
+inline int64_t token_log_bytes(int64_t max_seq_len) { return (max_seq_len * 4 + 63) / 64 * 64; }
 
 /// tokens[0..n) at positions t.. through the model (1 <= n <= batch): writes their state, and
 /// the last token's outputs, into the arena.
@@ -227,7 +233,9 @@ struct SessionHeader {
   uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
   int64_t high_water;     // the most tokens held since NAME_open or NAME_reset (session_truncate)
   float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
+  int32_t depth;          // the rung (ModelFacts::depth) the session runs at
   Parallel parallel;      // NAME_set_parallel's pool; none after NAME_open and NAME_restore
+  uint64_t capacity;      // the arena's bytes, as NAME_open or NAME_restore was given them
 };
 static_assert(sizeof(SessionHeader) <= 64, "codegen/Transforms/PlanSession.cpp reserves 64 bytes for the header");
 

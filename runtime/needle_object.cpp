@@ -1,8 +1,8 @@
 // The runtime as the object backend links it: needlec compiles this file to LLVM bitcode once
 // per architecture at its own build time (clang-19, runtime/CMakeLists.txt), carries the
 // bitcode, and links it with each model's @step (codegen/Object). Nothing here is per model:
-// the model's module defines needle_step, the head functions, needle_facts and needle_info (and,
-// with a tokenizer, needle_tokenizer); needlec renames the needle_abi_* functions to NAME_*
+// the model's module defines the steps, the head functions and the facts of each of its rungs,
+// and needle_info (and, with a tokenizer, needle_tokenizer); needlec renames the needle_abi_* functions to NAME_*
 // (dropping the text functions of a model without a tokenizer) and internalizes everything
 // else, so two models (or two needlec versions) link into one program without clashing.
 #include "calls/session.h"
@@ -18,47 +18,71 @@ struct ModelInfo {
   uint32_t stop_count;
   const int32_t *stop_ids;
   uint32_t max_rollback;
+  uint32_t min_depth, max_depth;
 };
 } // namespace
 
 extern "C" {
 
-// Defined by the model's module.
-extern const needle_rt::ModelFacts needle_facts;
+// Defined by the model's module: each array holds one entry per rung, from min_depth on.
+extern const needle_rt::ModelFacts needle_facts[];
+extern const needle_rt::StepFunction needle_steps[];
+extern const needle_rt::HeadFunction needle_confidence_heads[];
+extern const needle_rt::HeadFunction needle_embedding_heads[];
 extern const ModelInfo needle_info;
-void needle_step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t);
-void needle_confidence_head(const unsigned char *arena, float *out);
-void needle_embedding_head(const unsigned char *arena, float *out);
 extern const unsigned char needle_tokenizer[]; // the tokenizer's image (needle_rt::TokImage)
 extern const unsigned char needle_calls[];     // the tool-call automaton's image (needle_rt::CallImage)
 extern const unsigned char needle_records[];   // the record automaton's image (needle_rt::CallImage)
+}
+
+namespace {
+/// The object's rungs, as the model's module defines them.
+needle_rt::Ladder ladder() {
+  return {needle_info.min_depth, needle_info.max_depth,   needle_facts,
+          needle_steps,          needle_confidence_heads, needle_embedding_heads};
+}
+/// The rung the session runs at (needle_rt::rung_of).
+needle_rt::Rung rung(const void *s) { return needle_rt::rung_of(ladder(), s); }
+} // namespace
 
 // The C interface; needlec renames needle_abi_X to NAME_X.
+extern "C" {
 const ModelInfo *needle_abi_info(void) { return &needle_info; }
-size_t needle_abi_arena_size(void) { return static_cast<size_t>(needle_facts.arena_size); }
-size_t needle_abi_arena_align(void) { return static_cast<size_t>(needle_facts.arena_align); }
-void *needle_abi_open(void *arena, size_t size) { return needle_rt::session_open(needle_facts, arena, size); }
-void *needle_abi_restore(void *arena, size_t size) { return needle_rt::session_restore(needle_facts, arena, size); }
-void needle_abi_reset(void *s) { needle_rt::session_reset(needle_facts, s); }
-int needle_abi_feed(void *s, const int32_t *tokens, size_t n) {
-  return needle_rt::session_feed(needle_facts, needle_step, s, tokens, n);
+size_t needle_abi_arena_size(void) { return needle_rt::ladder_arena_size(ladder(), needle_info.max_depth); }
+size_t needle_abi_arena_size_depth(uint32_t depth) { return needle_rt::ladder_arena_size(ladder(), depth); }
+size_t needle_abi_arena_align(void) { return static_cast<size_t>(needle_facts[0].arena_align); }
+void *needle_abi_open(void *arena, size_t size) {
+  return needle_rt::ladder_open(ladder(), arena, size, needle_info.max_depth);
 }
-const float *needle_abi_logits(const void *s) { return needle_rt::session_logits(needle_facts, s); }
+void *needle_abi_open_depth(void *arena, size_t size, uint32_t depth) {
+  return needle_rt::ladder_open(ladder(), arena, size, depth);
+}
+uint32_t needle_abi_depth(const void *s) { return needle_rt::ladder_depth(ladder(), s); }
+int needle_abi_reopen_depth(void *s, uint32_t depth) { return needle_rt::ladder_reopen(ladder(), s, depth); }
+void *needle_abi_restore(void *arena, size_t size) { return needle_rt::ladder_restore(ladder(), arena, size); }
+void needle_abi_reset(void *s) { needle_rt::session_reset(rung(s).facts, s); }
+int needle_abi_feed(void *s, const int32_t *tokens, size_t n) {
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_feed(r.facts, r.step, s, tokens, n);
+}
+const float *needle_abi_logits(const void *s) { return needle_rt::session_logits(rung(s).facts, s); }
 float needle_abi_confidence(const void *s) {
-  return needle_rt::session_confidence(needle_facts, needle_confidence_head, s);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_confidence(r.facts, r.confidence_head, s);
 }
 int needle_abi_embedding(const void *s, float *out) {
-  return needle_rt::session_embedding(needle_facts, needle_embedding_head, s, out);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_embedding(r.facts, r.embedding_head, s, out);
 }
-size_t needle_abi_position(const void *s) { return needle_rt::session_position(needle_facts, s); }
-int needle_abi_truncate(void *s, size_t position) { return needle_rt::session_truncate(needle_facts, s, position); }
+size_t needle_abi_position(const void *s) { return needle_rt::session_position(rung(s).facts, s); }
+int needle_abi_truncate(void *s, size_t position) { return needle_rt::session_truncate(rung(s).facts, s, position); }
 int needle_abi_set_parallel(void *s, const needle_rt::Parallel *p) {
-  return needle_rt::session_set_parallel(needle_facts, s, p);
+  return needle_rt::session_set_parallel(rung(s).facts, s, p);
 }
-size_t needle_abi_sample_scratch_size(void) { return needle_rt::sample_scratch_size(needle_facts); }
+size_t needle_abi_sample_scratch_size(void) { return needle_rt::sample_scratch_size(needle_facts[0]); }
 int needle_abi_sample(const void *s, const needle_rt::SampleParams *params, needle_rt::SampleRng *rng, void *scratch,
                       size_t scratch_size, int32_t *token) {
-  return needle_rt::session_sample(needle_facts, s, params, rng, scratch, scratch_size, token);
+  return needle_rt::session_sample(rung(s).facts, s, params, rng, scratch, scratch_size, token);
 }
 
 // The text functions, on the tokenizer's image.
@@ -91,8 +115,9 @@ int needle_abi_decode_flush(void *d, char *out, size_t cap, size_t *length) {
 // The call functions, on the tool-call automaton's image.
 int needle_abi_call(void *s, const char *text, size_t length, float threshold, char *out, size_t cap,
                     size_t *out_length, float *confidence) {
-  return needle_rt::session_call(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_calls, s,
-                                 text, length, threshold, out, cap, out_length, confidence);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_call(r.facts, r.step, r.confidence_head, needle_tokenizer, needle_calls, s, text, length,
+                                 threshold, out, cap, out_length, confidence);
 }
 void needle_abi_call_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
@@ -112,8 +137,9 @@ int needle_abi_call_finished(const void *state) {
 
 // The record functions, on the record automaton's image; and what both requests keep.
 int needle_abi_extract(void *s, const char *text, size_t length, char *out, size_t cap, size_t *out_length) {
-  return needle_rt::session_extract(needle_facts, needle_step, needle_confidence_head, needle_tokenizer, needle_records,
-                                    s, text, length, out, cap, out_length);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_extract(r.facts, r.step, r.confidence_head, needle_tokenizer, needle_records, s, text,
+                                    length, out, cap, out_length);
 }
 void needle_abi_extract_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_records), static_cast<needle_rt::CallState *>(state));
@@ -130,7 +156,7 @@ int needle_abi_extract_finished(const void *state) {
   return needle_rt::call_finished(needle_rt::call_tables(needle_records),
                                   static_cast<const needle_rt::CallState *>(state));
 }
-float needle_abi_call_probability(const void *s) { return needle_rt::session_call_probability(needle_facts, s); }
+float needle_abi_call_probability(const void *s) { return needle_rt::session_call_probability(rung(s).facts, s); }
 
 } // extern "C"
 

@@ -64,6 +64,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/entries.h"
 #include "kernels/session.h"
+#include "kernels/rungs.h"
 #include "kernels/sample.h"
 // clang-format on
 

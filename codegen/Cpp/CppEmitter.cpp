@@ -69,12 +69,15 @@ private:
   void printStage(const StepStage &stage);
   void printParallelStage(const StepStage &stage);
   std::string head(const std::string &name, const std::vector<KernelCall> &calls);
+  std::string rung(const RungProgram &rung);
+  std::string facts() const;
   std::string interface() const;
   std::string textInterface() const;
   std::string callsInterface() const;
   std::string recordsInterface() const; // NAME_extract, and NAME_call_probability for either
 
   const KernelProgram &program_;
+  const RungProgram *rung_ = nullptr; // the one being printed
   std::string name_;
   std::string lists_, body_; // namespace-scope int64_t arrays; the body of step()
   std::string tasks_;        // the parallel stages' task functions, which step() hands to run_tasks
@@ -89,7 +92,7 @@ std::string Printer::arg(const KernelArg &a) {
   using Kind = KernelArg::Kind;
   switch (a.kind) {
   case Kind::Arena:
-    if (perToken_ && a.value >= program_.facts.outputsEnd)
+    if (perToken_ && a.value >= rung_->facts.outputsEnd)
       return fmt::format("a<{}>(arena, {}, i)", a.element, a.value);
     return fmt::format("a<{}>(arena, {})", a.element, a.value);
   case Kind::Weight:
@@ -212,8 +215,8 @@ void Printer::printStage(const StepStage &stage) {
 /// a scratch of the head's own on the stack, and out.
 std::string Printer::head(const std::string &name, const std::vector<KernelCall> &calls) {
   std::string function = fmt::format("void {}(const unsigned char *arena, float *out) {{\n", name);
-  function += fmt::format("  alignas({}) unsigned char scratch[{}];\n", kWeightAlign,
-                          std::max<int64_t>(program_.headScratch, 1));
+  function +=
+      fmt::format("  alignas({}) unsigned char scratch[{}];\n", kWeightAlign, std::max<int64_t>(rung_->headScratch, 1));
   perToken_ = false;
   indent_ = "  ";
   for (const KernelCall &call : calls)
@@ -335,6 +338,7 @@ typedef struct {{
   uint32_t stop_count;          /* the ids that end a generation */
   const int32_t *stop_ids;      /* [stop_count]; NULL when stop_count is 0 */
   uint32_t max_rollback;        /* needlec --max-rollback: tokens {2}_truncate takes back */
+  uint32_t min_depth, max_depth; /* the depths a session may open at */
 }} {2}_info_t;
 
 #ifndef NEEDLE_STATUS_CODES
@@ -385,6 +389,10 @@ float {2}_confidence(const {2}_session *s);
 int {2}_embedding(const {2}_session *s, float *out);
 size_t {2}_position(const {2}_session *s);
 int {2}_truncate({2}_session *s, size_t position);
+size_t {2}_arena_size_depth(uint32_t depth);
+{2}_session *{2}_open_depth(void *arena, size_t size, uint32_t depth);
+uint32_t {2}_depth(const {2}_session *s);
+int {2}_reopen_depth({2}_session *s, uint32_t depth);
 int {2}_set_parallel({2}_session *s, const needle_parallel *p);
 size_t {2}_sample_scratch_size(void);
 int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
@@ -401,84 +409,128 @@ int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_
           recordsHeader(name, program.records));
 }
 
+/// Each rung's facts, by depth (needle_rt::Ladder), and what NAME_info describes: the deepest.
+std::string Printer::facts() const {
+  std::string text, facts, steps, confidenceHeads, embeddingHeads;
+  for (const RungProgram &rung : program_.rungs) {
+    const ModelFacts &f = rung.facts;
+    const int64_t depth = f.numLayers;
+    text += fmt::format("const int64_t kPools{}[] = {{{}}};\n", depth, list(f.pools, integer));
+    facts += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}u, {}, {}, kPools{}, {}, {}}},\n", f.arenaSize,
+                         f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits, f.batch,
+                         floatLiteral(f.confidenceBias), f.fingerprint, f.maxRollback, f.pools.size() / 2, depth, depth,
+                         f.tokenLog);
+    steps += fmt::format("rung_{}::step, ", depth);
+    confidenceHeads += fmt::format("rung_{}::confidence_head, ", depth);
+    embeddingHeads += fmt::format("rung_{}::embedding_head, ", depth);
+    // A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
+    text += fmt::format("static_assert({1} <= PTRDIFF_MAX, \"{0}: the session arena needs {1} bytes, more than this "
+                        "target addresses; lower max_seq_len with needlec --max-seq\");\n",
+                        name_, f.arenaSize);
+  }
+  text += "constexpr needle_rt::ModelFacts kFacts[] = {\n" + facts + "};\n";
+  text += "constexpr needle_rt::StepFunction kSteps[] = {" + steps + "};\n";
+  text += "constexpr needle_rt::HeadFunction kConfidenceHeads[] = {" + confidenceHeads + "};\n";
+  text += "constexpr needle_rt::HeadFunction kEmbeddingHeads[] = {" + embeddingHeads + "};\n";
+  text += fmt::format("constexpr needle_rt::Ladder kLadder = {{{}, {}, kFacts, kSteps, kConfidenceHeads, "
+                      "kEmbeddingHeads}};\n",
+                      program_.rungs.front().facts.numLayers, program_.deepest().facts.numLayers);
+  const ModelFacts &f = program_.deepest().facts;
+  text += fmt::format("const int32_t kSourceBlocks[] = {{{}}};\n",
+                      list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer));
+  if (!f.stopIds.empty())
+    text += fmt::format("const int32_t kStopIds[] = {{{}}};\n",
+                        list(std::vector<int64_t>(f.stopIds.begin(), f.stopIds.end()), integer));
+  return text;
+}
+
 std::string Printer::interface() const {
-  const ModelFacts &f = program_.facts;
+  const ModelFacts &f = program_.deepest().facts;
   return fmt::format(
       R"(
 namespace {{
 
-const int64_t kPools[] = {{{19}}};
-constexpr needle_rt::ModelFacts kFacts = {{{1}, {2}, {3}, {4}, {5}, {6}, {7}, {12}, {8}, {15}u, {20}, {21}, kPools}};
-const int32_t kSourceBlocks[] = {{{9}}};
-{16}// A 32-bit target cannot address a larger arena: its offsets would wrap and buffers alias.
-static_assert(kFacts.arena_size <= PTRDIFF_MAX, "{0}: the session arena needs {1} bytes, more than this target "
-              "addresses; lower max_seq_len with needlec --max-seq");
+{1}
+/// The rung the session runs at (needle_rt::rung_of).
+needle_rt::Rung rung(const void *s) {{ return needle_rt::rung_of(kLadder, s); }}
 
 }} // namespace
 
 extern "C" {{
 
 const {0}_info_t *{0}_info(void) {{
-  static const {0}_info_t info = {{{5}, {10}, {11}, {4}, {6}, kSourceBlocks, {13}, {14}, {17}u, {18}, {20}u}};
+  static const {0}_info_t info = {{{2}, {3}, {4}, {5}, {6}, kSourceBlocks, {7}, {8}, {9}u, {10}, {11}u, {12}u, {4}u}};
   return &info;
 }}
 
-size_t {0}_arena_size(void) {{ return kFacts.arena_size; }}
+size_t {0}_arena_size(void) {{ return needle_rt::ladder_arena_size(kLadder, kLadder.max_depth); }}
 
-size_t {0}_arena_align(void) {{ return kFacts.arena_align; }}
+size_t {0}_arena_size_depth(uint32_t depth) {{ return needle_rt::ladder_arena_size(kLadder, depth); }}
+
+size_t {0}_arena_align(void) {{ return kFacts[0].arena_align; }}
 
 {0}_session *{0}_open(void *arena, size_t size) {{
-  return static_cast<{0}_session *>(needle_rt::session_open(kFacts, arena, size));
+  return static_cast<{0}_session *>(needle_rt::ladder_open(kLadder, arena, size, kLadder.max_depth));
 }}
+
+{0}_session *{0}_open_depth(void *arena, size_t size, uint32_t depth) {{
+  return static_cast<{0}_session *>(needle_rt::ladder_open(kLadder, arena, size, depth));
+}}
+
+uint32_t {0}_depth(const {0}_session *s) {{ return needle_rt::ladder_depth(kLadder, s); }}
+
+int {0}_reopen_depth({0}_session *s, uint32_t depth) {{ return needle_rt::ladder_reopen(kLadder, s, depth); }}
 
 {0}_session *{0}_restore(void *arena, size_t size) {{
-  return static_cast<{0}_session *>(needle_rt::session_restore(kFacts, arena, size));
+  return static_cast<{0}_session *>(needle_rt::ladder_restore(kLadder, arena, size));
 }}
 
-void {0}_reset({0}_session *s) {{ needle_rt::session_reset(kFacts, s); }}
+void {0}_reset({0}_session *s) {{ needle_rt::session_reset(rung(s).facts, s); }}
 
 int {0}_feed({0}_session *s, const int32_t *tokens, size_t n) {{
-  return needle_rt::session_feed(kFacts, step, s, tokens, n);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_feed(r.facts, r.step, s, tokens, n);
 }}
 
-const float *{0}_logits(const {0}_session *s) {{ return needle_rt::session_logits(kFacts, s); }}
+const float *{0}_logits(const {0}_session *s) {{ return needle_rt::session_logits(rung(s).facts, s); }}
 
-float {0}_confidence(const {0}_session *s) {{ return needle_rt::session_confidence(kFacts, confidence_head, s); }}
+float {0}_confidence(const {0}_session *s) {{
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_confidence(r.facts, r.confidence_head, s);
+}}
 
 int {0}_embedding(const {0}_session *s, float *out) {{
-  return needle_rt::session_embedding(kFacts, embedding_head, s, out);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_embedding(r.facts, r.embedding_head, s, out);
 }}
 
-size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(kFacts, s); }}
+size_t {0}_position(const {0}_session *s) {{ return needle_rt::session_position(rung(s).facts, s); }}
 
-int {0}_truncate({0}_session *s, size_t position) {{ return needle_rt::session_truncate(kFacts, s, position); }}
+int {0}_truncate({0}_session *s, size_t position) {{
+  return needle_rt::session_truncate(rung(s).facts, s, position);
+}}
 
 int {0}_set_parallel({0}_session *s, const needle_parallel *p) {{
   static_assert(sizeof(needle_parallel) == sizeof(needle_rt::Parallel), "needle_parallel is needle_rt::Parallel");
-  return needle_rt::session_set_parallel(kFacts, s, reinterpret_cast<const needle_rt::Parallel *>(p));
+  return needle_rt::session_set_parallel(rung(s).facts, s, reinterpret_cast<const needle_rt::Parallel *>(p));
 }}
 
-size_t {0}_sample_scratch_size(void) {{ return needle_rt::sample_scratch_size(kFacts); }}
+size_t {0}_sample_scratch_size(void) {{ return needle_rt::sample_scratch_size(kFacts[0]); }}
 
 int {0}_sample(const {0}_session *s, const needle_sample_params *params, needle_rng *rng, void *scratch,
                size_t scratch_size, int32_t *token) {{
   static_assert(sizeof(needle_sample_params) == sizeof(needle_rt::SampleParams) &&
                     sizeof(needle_rng) == sizeof(needle_rt::SampleRng),
                 "needle_rt's sampling structs mirror the header's");
-  return needle_rt::session_sample(kFacts, s, reinterpret_cast<const needle_rt::SampleParams *>(params),
+  return needle_rt::session_sample(rung(s).facts, s, reinterpret_cast<const needle_rt::SampleParams *>(params),
                                    reinterpret_cast<needle_rt::SampleRng *>(rng), scratch, scratch_size, token);
 }}
 
 }} // extern "C"
 )",
-      name_, f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.logits,
-      floatLiteral(f.confidenceBias), list(std::vector<int64_t>(f.sourceBlocks.begin(), f.sourceBlocks.end()), integer),
-      f.dModel, f.numLayers, f.batch, f.bosId, f.eosId, f.fingerprint,
-      f.stopIds.empty() ? ""
-                        : fmt::format("const int32_t kStopIds[] = {{{}}};\n",
-                                      list(std::vector<int64_t>(f.stopIds.begin(), f.stopIds.end()), integer)),
-      f.stopIds.size(), f.stopIds.empty() ? "nullptr" : "kStopIds", list(f.pools, integer), f.maxRollback,
-      f.pools.size() / 2);
+      name_, facts(), f.vocabSize, f.dModel, f.numLayers, f.maxSeqLen, f.embeddingDim, f.bosId, f.eosId,
+      f.stopIds.size(), f.stopIds.empty() ? "nullptr" : "kStopIds", f.maxRollback,
+      program_.rungs.front().facts.numLayers);
 }
 
 std::string Printer::textInterface() const {
@@ -537,8 +589,9 @@ extern "C" {{
 
 int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
              float *confidence) {{
-  return needle_rt::session_call(kFacts, step, confidence_head, kTokenizer, kCalls, s, text, len, threshold, out, cap,
-                                 out_len, confidence);
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_call(r.facts, r.step, r.confidence_head, kTokenizer, kCalls, s, text, len, threshold, out,
+                                 cap, out_len, confidence);
 }}
 
 void {0}_call_begin({0}_call_state *state) {{
@@ -567,7 +620,8 @@ std::string Printer::recordsInterface() const {
   if (!program_.records.empty())
     functions += fmt::format(R"(
 int {0}_extract({0}_session *s, const char *text, size_t len, char *out, size_t cap, size_t *out_len) {{
-  return needle_rt::session_extract(kFacts, step, confidence_head, kTokenizer, kRecords, s, text, len, out, cap,
+  const needle_rt::Rung r = rung(s);
+  return needle_rt::session_extract(r.facts, r.step, r.confidence_head, kTokenizer, kRecords, s, text, len, out, cap,
                                     out_len);
 }}
 
@@ -593,17 +647,45 @@ int {0}_extract_finished(const {0}_call_state *state) {{
                              name_);
   if (!program_.calls.empty() || !program_.records.empty())
     functions += fmt::format(R"(
-float {0}_call_probability(const {0}_session *s) {{ return needle_rt::session_call_probability(kFacts, s); }}
+float {0}_call_probability(const {0}_session *s) {{ return needle_rt::session_call_probability(rung(s).facts, s); }}
 )",
                              name_);
   return functions.empty() ? "" : "\nextern \"C\" {\n" + functions + "\n} // extern \"C\"\n";
 }
 
-std::string Printer::source(const std::string &headerName) {
-  for (const StepStage &stage : program_.step)
+/// The rung's step and heads in a namespace of its own, rung_D for its depth D.
+std::string Printer::rung(const RungProgram &rung) {
+  rung_ = &rung;
+  body_.clear();
+  tasks_.clear();
+  taskCount_ = 0;
+  for (const StepStage &stage : rung.step)
     printStage(stage);
-  const std::string heads =
-      head("confidence_head", program_.confidenceHead) + head("embedding_head", program_.embeddingHead);
+  const std::string heads = head("confidence_head", rung.confidenceHead) + head("embedding_head", rung.embeddingHead);
+  std::string text = fmt::format("namespace rung_{} {{\n\n", rung.facts.numLayers);
+  text += "template <typename T> T *a(unsigned char *arena, size_t offset) { return reinterpret_cast<T *>(arena + "
+          "offset); }\n";
+  text += "template <typename T> const T *a(const unsigned char *arena, size_t offset) {\n"
+          "  return reinterpret_cast<const T *>(arena + offset);\n}\n";
+  text += fmt::format("// Token i's copy of a scratch buffer.\n"
+                      "template <typename T> T *a(unsigned char *arena, size_t offset, int64_t i) {{\n"
+                      "  return reinterpret_cast<T *>(arena + offset + static_cast<size_t>(i) * {});\n}}\n\n",
+                      rung.facts.tokenStride);
+  if (!tasks_.empty())
+    text += "// The parallel stages' tasks (docs/codegen.md, \"Parallel stages\"): task i makes the stage's call i.\n" +
+            tasks_;
+  text += "// tokens[0..n) at positions t..: @step, kernel by kernel, on buffers planned in the arena; a\n"
+          "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
+  text += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ + "}\n\n";
+  text += "// NAME_confidence's and NAME_embedding's heads, computed when asked from their pooling state.\n";
+  text += heads;
+  return text + fmt::format("}} // namespace rung_{}\n\n", rung.facts.numLayers);
+}
+
+std::string Printer::source(const std::string &headerName) {
+  std::string rungs;
+  for (const RungProgram &each : program_.rungs)
+    rungs += rung(each);
   std::string data;
   for (const auto &[bits, values] : program_.codebooks)
     data += fmt::format("const float kCodebook{}[] = {{{}}};\n", bits, list(values, floatLiteral));
@@ -612,7 +694,7 @@ std::string Printer::source(const std::string &headerName) {
 
   const std::vector<uint8_t> &weights = program_.weights;
   std::string source = fmt::format("// Generated by needlec {}: {} blocks, {} bytes of weights. Do not edit.\n",
-                                   versionString(), program_.facts.numLayers, weights.size());
+                                   versionString(), program_.deepest().facts.numLayers, weights.size());
   source += fmt::format("#include \"{}\"\n\n", headerName);
   // The runtime lives in a namespace of this model's own (its functions stay inline with
   // external linkage, so none is reported unused): models built by different needlec versions
@@ -654,24 +736,8 @@ std::string Printer::source(const std::string &headerName) {
     source += "    ;\n\n";
   }
   source +=
-      "template <typename T> const T *w(size_t offset) { return reinterpret_cast<const T *>(kWeights + offset); }\n";
-  source += "template <typename T> T *a(unsigned char *arena, size_t offset) { return reinterpret_cast<T *>(arena + "
-            "offset); }\n";
-  source += "template <typename T> const T *a(const unsigned char *arena, size_t offset) {\n"
-            "  return reinterpret_cast<const T *>(arena + offset);\n}\n";
-  source += fmt::format("// Token i's copy of a scratch buffer.\n"
-                        "template <typename T> T *a(unsigned char *arena, size_t offset, int64_t i) {{\n"
-                        "  return reinterpret_cast<T *>(arena + offset + static_cast<size_t>(i) * {});\n}}\n\n",
-                        program_.facts.tokenStride);
-  if (!tasks_.empty())
-    source +=
-        "// The parallel stages' tasks (docs/codegen.md, \"Parallel stages\"): task i makes the stage's call i.\n" +
-        tasks_;
-  source += "// tokens[0..n) at positions t..: @step, kernel by kernel, on buffers planned in the arena; a\n"
-            "// loop over the tokens, the last token's outputs, or one call for all of them (docs/codegen.md).\n";
-  source += "void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t) {\n" + body_ + "}\n\n";
-  source += "// NAME_confidence's and NAME_embedding's heads, computed when asked from their pooling state.\n";
-  source += heads;
+      "template <typename T> const T *w(size_t offset) { return reinterpret_cast<const T *>(kWeights + offset); }\n\n";
+  source += rungs;
   source += "} // namespace\n";
   source += interface();
   source += textInterface();
@@ -685,8 +751,10 @@ std::string Printer::source(const std::string &headerName) {
 CppModel emitCpp(KernelProgram program, const std::string &name, const std::string &headerName,
                  Activations activations) {
   selectKernels(program, {Backend::Cpp, {}, activations});
-  program.facts.fingerprint =
+  const uint64_t fingerprint =
       modelFingerprint(program, fmt::format("cpp activations {}", static_cast<int>(activations)));
+  for (RungProgram &rung : program.rungs)
+    rung.facts.fingerprint = fingerprint;
   return {header(name, program), Printer(program, name).source(headerName)};
 }
 

@@ -10,11 +10,13 @@ int64_t largestObject(unsigned pointerBits) {
 
 void checkFitsAddressSpace(const KernelProgram &program, unsigned pointerBits, const std::string &target) {
   const int64_t limit = largestObject(pointerBits);
-  const ModelFacts &f = program.facts;
-  if (f.arenaSize > limit)
-    fail("{}: the session arena needs {} bytes, more than a {}-bit target addresses ({}); lower max_seq_len ({}) "
-         "with --max-seq",
-         target, f.arenaSize, pointerBits, limit, f.maxSeqLen);
+  for (const RungProgram &rung : program.rungs) {
+    const ModelFacts &f = rung.facts;
+    if (f.arenaSize > limit)
+      fail("{}: the session arena needs {} bytes, more than a {}-bit target addresses ({}); lower max_seq_len ({}) "
+           "with --max-seq",
+           target, f.arenaSize, pointerBits, limit, f.maxSeqLen);
+  }
   if (static_cast<int64_t>(program.weights.size()) > limit)
     fail("{}: the weights take {} bytes, more than a {}-bit target addresses ({})", target, program.weights.size(),
          pointerBits, limit);

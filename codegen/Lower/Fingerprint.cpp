@@ -33,12 +33,14 @@ uint64_t modelFingerprint(const KernelProgram &program, std::string_view build) 
   Fnv1a h;
   h.add(versionString());
   h.add(build);
-  const ModelFacts &f = program.facts;
-  for (int64_t fact : {f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.batch,
-                       f.logits, f.dModel, f.numLayers, int64_t(f.bosId), int64_t(f.eosId)})
-    h.add(static_cast<uint64_t>(fact));
-  for (int32_t stop : f.stopIds)
-    h.add(static_cast<uint64_t>(stop));
+  for (const RungProgram &rung : program.rungs) {
+    const ModelFacts &f = rung.facts;
+    for (int64_t fact : {f.arenaSize, f.arenaAlign, f.outputsEnd, f.maxSeqLen, f.vocabSize, f.embeddingDim, f.batch,
+                         f.logits, f.dModel, f.numLayers, int64_t(f.bosId), int64_t(f.eosId), f.tokenLog})
+      h.add(static_cast<uint64_t>(fact));
+    for (int32_t stop : f.stopIds)
+      h.add(static_cast<uint64_t>(stop));
+  }
   h.add(program.weights);
   h.add(program.tokenizer);
   h.add(program.calls);

@@ -92,9 +92,12 @@ struct ModelFacts {
   uint64_t fingerprint = 0;       // modelFingerprint(), set by the emitter once the build is known
   int64_t maxRollback = 0;        // needlec --max-rollback: positions NAME_truncate can go back
   std::vector<int64_t> pools;     // each head's pooling state: its arena offset, its floats
+  int64_t tokenLog = 0;           // the arena offset of the log of fed tokens, 0 for none
 };
 
-struct KernelProgram {
+/// One depth's step, heads and facts: a rung of the object (docs/c-interface.md, "Every rung in
+/// one object"). Its Weight arguments point into the program's weights, which rungs share.
+struct RungProgram {
   /// void step(unsigned char *arena, const int32_t *tokens, int64_t n, int64_t t): tokens[0..n)
   /// at positions t.., 1 <= n <= facts.batch.
   std::vector<StepStage> step;
@@ -104,23 +107,33 @@ struct KernelProgram {
   /// for the heads' outputs.
   std::vector<KernelCall> confidenceHead, embeddingHead;
   int64_t headScratch = 0;
-  std::vector<uint8_t> weights;                // every tensor 64-byte aligned (kWeightAlign)
-  std::map<int, std::vector<float>> codebooks; // by bits
-  std::vector<std::vector<float>> constants;   // f32 arrays
-  std::vector<uint8_t> tokenizer;              // the compiled tokenizer's image; empty without one
-  std::vector<uint8_t> calls;                  // the tool-call automaton's image; empty without tools
-  std::vector<uint8_t> records;                // the record automaton's image (--schema); empty without
   ModelFacts facts;
 };
 
-/// Every call of the program's step, in order, then its heads'.
+struct KernelProgram {
+  std::vector<RungProgram> rungs = std::vector<RungProgram>(1); // by depth, consecutive, the shallowest first
+  std::vector<uint8_t> weights;                                 // every tensor 64-byte aligned (kWeightAlign)
+  std::map<int, std::vector<float>> codebooks;                  // by bits
+  std::vector<std::vector<float>> constants;                    // f32 arrays
+  std::vector<uint8_t> tokenizer;                               // the compiled tokenizer's image; empty without one
+  std::vector<uint8_t> calls;                                   // the tool-call automaton's image; empty without tools
+  std::vector<uint8_t> records; // the record automaton's image (--schema); empty without
+
+  /// The deepest rung: what NAME_open opens and NAME_info describes.
+  RungProgram &deepest() { return rungs.back(); }
+  const RungProgram &deepest() const { return rungs.back(); }
+};
+
+/// Every call of each rung's step, in order, then its heads'.
 template <typename Program, typename Visit> void forEachCall(Program &program, Visit visit) {
-  for (auto &stage : program.step)
-    for (auto &call : stage.calls)
-      visit(call);
-  for (auto *head : {&program.confidenceHead, &program.embeddingHead})
-    for (auto &call : *head)
-      visit(call);
+  for (auto &rung : program.rungs) {
+    for (auto &stage : rung.step)
+      for (auto &call : stage.calls)
+        visit(call);
+    for (auto *head : {&rung.confidenceHead, &rung.embeddingHead})
+      for (auto &call : *head)
+        visit(call);
+  }
 }
 
 /// Alignment of each tensor in KernelProgram::weights, and of the weights themselves.

@@ -27,10 +27,12 @@ Arg f32(APFloat value) { return Arg::f32(value.convertToFloat()); }
 
 class Lowering {
 public:
-  Lowering(ModuleOp module, const Model &model, std::string backend, int64_t batch)
-      : module_(module), model_(model), binding_(model), backend_(std::move(backend)), batch_(batch) {}
+  Lowering(ModuleOp module, const Model &model, std::string backend, int64_t batch, KernelProgram &program,
+           WeightStore &store)
+      : module_(module), model_(model), binding_(model), backend_(std::move(backend)), batch_(batch), program_(program),
+        store_(store) {}
 
-  KernelProgram run();
+  void run();
 
 private:
   template <typename... Args> [[noreturn]] void error(fmt::format_string<Args...> format, Args &&...args) {
@@ -43,8 +45,9 @@ private:
   // Operands as kernel arguments.
   Arg ref(Value v);
   int64_t bufferOf(Value v);
-  int64_t addWeight(const void *data, size_t bytes);
+  int64_t addWeight(const void *data, size_t bytes, const std::string &shape = "");
   Arg weight(Value v, const char *element = "float");
+  Arg weightRows(Value v);
   struct Cq {
     Arg packed, norms, codebook, bits;
     int64_t rows, cols;
@@ -66,11 +69,15 @@ private:
   WeightBinding binding_;
   std::string backend_;
   int64_t batch_;
-  KernelProgram program_;
+  KernelProgram &program_; // the rungs before this one, and the weights, codebooks and constants they share
+  WeightStore &store_;
+  RungProgram rung_;
   std::vector<StepCall> calls_;                  // the one-token step, in order
   llvm::DenseSet<Operation *> outputsOnlyOps_;   // whose results reach only @step's return
   bool outputsOnly_ = false;                     // of the op being lowered
   std::map<std::string, int64_t> weightOffsets_; // by tensor name and head rows
+  std::map<std::string, int64_t> normsOffsets_;  // a CQ tensor's norms, by its name
+  std::map<std::string, Arg> rowLists_;          // weightRows', by tensor name and head rows
   llvm::DenseMap<Operation *, int64_t> constantIndex_;
   llvm::DenseMap<Operation *, std::vector<KernelCall>> headCalls_; // a head function's, by its needle.head
   SessionLimits limits_;                                           // the plan's: they sized the rings
@@ -105,7 +112,9 @@ Arg Lowering::ref(Value v) {
   return Arg::arena(bufferOf(v));
 }
 
-int64_t Lowering::addWeight(const void *data, size_t bytes) { return appendWeights(program_.weights, data, bytes); }
+int64_t Lowering::addWeight(const void *data, size_t bytes, const std::string &shape) {
+  return store_.add(program_.weights, data, bytes, shape);
+}
 
 Arg Lowering::weight(Value v, const char *element) {
   auto op = v.getDefiningOp<WeightOp>();
@@ -126,19 +135,41 @@ Arg Lowering::weight(Value v, const char *element) {
   return Arg::weight(it->second, element);
 }
 
+/// A float weight [rows, ...] as the list of its rows, each stored on its own: the rungs of one
+/// object share the rows that belong to the blocks they keep (a head's probes).
+Arg Lowering::weightRows(Value v) {
+  auto op = v.getDefiningOp<WeightOp>();
+  if (!op)
+    error("a head's probes must come from needle.weight");
+  std::string key = binding_.tensorName(op);
+  if (op.getRows())
+    for (int64_t row : op.getRowsAttr().asArrayRef())
+      key += fmt::format(",{}", row);
+  auto [it, inserted] = rowLists_.try_emplace(key, Arg::of(Kind::PointerList));
+  if (inserted) {
+    const std::vector<float> floats = binding_.floats(op);
+    const int64_t rows = shapeOf(v)[0], each = static_cast<int64_t>(floats.size()) / rows;
+    for (int64_t r = 0; r < rows; ++r)
+      it->second.pointers.push_back(Arg::weight(addWeight(floats.data() + r * each, each * sizeof(float))));
+  }
+  return it->second;
+}
+
 Lowering::Cq Lowering::cq(Value v) {
   auto op = v.getDefiningOp<WeightOp>();
   if (!op)
     error("a CQ operand must come from needle.weight");
   const Tensor &t = binding_.tensor(op);
-  auto [it, inserted] = weightOffsets_.try_emplace(binding_.tensorName(op), 0);
+  const std::string name = binding_.tensorName(op);
+  auto [it, inserted] = weightOffsets_.try_emplace(name, 0);
   if (inserted) {
-    it->second = addWeight(t.packed.data(), t.packed.size());
-    addWeight(t.norms.data(), t.norms.size() * sizeof(uint16_t));
+    // Re-laid for a kernel later by their shape: bytes alike in two shapes are two tensors.
+    const std::string shape = fmt::format("cq{} {}x{}", t.bits, t.rows(), t.cols());
+    it->second = addWeight(t.packed.data(), t.packed.size(), shape);
+    normsOffsets_[name] = addWeight(t.norms.data(), t.norms.size() * sizeof(uint16_t), shape + " norms");
   }
-  const int64_t normsOffset = roundUp(it->second + static_cast<int64_t>(t.packed.size()), kWeightAlign);
   return {Arg::weight(it->second, "uint8_t"),
-          Arg::weight(normsOffset, "uint16_t"),
+          Arg::weight(normsOffsets_.at(name), "uint16_t"),
           Arg::of(Kind::Codebook, t.bits),
           Arg::i32(t.bits),
           t.rows(),
@@ -152,7 +183,12 @@ Arg Lowering::constant(arith::ConstantOp op) {
     if (!dense || !dense.getElementType().isF32())
       error("only f32 tensor constants are supported");
     auto values = dense.getValues<float>();
-    program_.constants.emplace_back(values.begin(), values.end());
+    std::vector<float> floats(values.begin(), values.end());
+    // A rung before this one may hold the same array.
+    auto same = std::find(program_.constants.begin(), program_.constants.end(), floats);
+    it->second = same - program_.constants.begin();
+    if (same == program_.constants.end())
+      program_.constants.push_back(std::move(floats));
   }
   return Arg::of(Kind::Constant, it->second);
 }
@@ -173,7 +209,7 @@ void Lowering::lowerHead(HeadOp op) {
   const ArrayRef<int64_t> probes = shapeOf(op.getProbes());
   const int64_t rows = probes[0], count = probes[1], d = probes[2], queries = shapeOf(op.getQuery())[0];
   const int64_t state = slot(op, "needle.state").first, floats = needle_rt::head_state_floats(rows, count, d);
-  program_.facts.pools.insert(program_.facts.pools.end(), {state, floats});
+  rung_.facts.pools.insert(rung_.facts.pools.end(), {state, floats});
   if (limits_.maxRollback)
     call("head_pool_snapshot",
          {Arg::arena(state), Arg::i64(floats), Arg::i64(limits_.maxRollback), Arg::of(Kind::Position)});
@@ -181,12 +217,12 @@ void Lowering::lowerHead(HeadOp op) {
   for (Value cell : op.getCells())
     cells.pointers.push_back(ref(cell));
   call("head_pool_add_unless_pad", {ref(op.getToken()), Arg::i64(op.getPad()), Arg::arena(state), Arg::i64(rows),
-                                    Arg::i64(count), Arg::i64(d), cells, ref(op.getProbes())});
+                                    Arg::i64(count), Arg::i64(d), cells, weightRows(op.getProbes())});
   // Pooling reads every token; the head's output is computed only when asked for (a head
   // function of its own, on its own scratch).
   const int64_t pooledAt = roundUp(needle_rt::head_finish_scratch_floats(rows, count) * kFloatBytes, kWeightAlign);
   const Arg scratch = Arg::of(Kind::HeadScratch), pooled = Arg::of(Kind::HeadScratch, pooledAt);
-  program_.headScratch = std::max(program_.headScratch, pooledAt + queries * d * kFloatBytes);
+  rung_.headScratch = std::max(rung_.headScratch, pooledAt + queries * d * kFloatBytes);
   std::vector<KernelCall> head = {
       {"head_pool_finish",
        {Arg::arena(state), Arg::i64(rows), Arg::i64(count), Arg::i64(d), ref(op.getGain()), ref(op.getQuery()),
@@ -218,9 +254,9 @@ void Lowering::lowerReturn(func::ReturnOp op) {
       error("internal: @step returns a needle.head that was not lowered");
     return std::move(it->second);
   };
-  program_.facts.logits = bufferOf(op.getOperand(0));
-  program_.confidenceHead = calls(confidence);
-  program_.embeddingHead = calls(embedding);
+  rung_.facts.logits = bufferOf(op.getOperand(0));
+  rung_.confidenceHead = calls(confidence);
+  rung_.embeddingHead = calls(embedding);
 }
 
 void Lowering::lowerEngram(EngramGatherOp op) {
@@ -393,10 +429,11 @@ void Lowering::lowerInterface() {
   const Config &c = model_.config;
   auto arena = module_->getAttrOfType<DictionaryAttr>(kArenaAttr);
   auto get = [&](const char *key) { return cast<IntegerAttr>(arena.get(key)).getInt(); };
-  ModelFacts &f = program_.facts;
+  ModelFacts &f = rung_.facts;
   f.arenaSize = get("size");
   f.arenaAlign = get("align");
   f.outputsEnd = get("outputs_end");
+  f.tokenLog = arena.get("token_log") ? get("token_log") : 0;
   f.maxSeqLen = c.maxSeqLen;
   f.maxRollback = limits_.maxRollback;
   f.vocabSize = c.vocabSize;
@@ -409,7 +446,10 @@ void Lowering::lowerInterface() {
   for (NamedAttribute book : module_->getAttrOfType<DictionaryAttr>(kCodebooksAttr)) {
     const int bits = std::stoi(book.getName().getValue().drop_front(2).str());
     const ArrayRef<float> values = cast<DenseF32ArrayAttr>(book.getValue()).asArrayRef();
-    program_.codebooks[bits].assign(values.begin(), values.end());
+    const std::vector<float> codebook(values.begin(), values.end());
+    auto [it, inserted] = program_.codebooks.try_emplace(bits, codebook);
+    if (!inserted && it->second != codebook)
+      error("internal: the rungs of one program have different {}-bit codebooks", bits);
   }
 }
 
@@ -428,14 +468,14 @@ llvm::DenseSet<Operation *> outputsOnlyOps(func::FuncOp step) {
 
 /// Up to batch_ tokens per call of @step: each token gets its own copy of the scratch.
 void Lowering::planBatches() {
-  ModelFacts &f = program_.facts;
+  ModelFacts &f = rung_.facts;
   f.batch = batch_;
   f.tokenStride = f.arenaSize - f.outputsEnd; // both multiples of the arena's alignment
   f.arenaSize = f.outputsEnd + batch_ * f.tokenStride;
-  program_.step = planStages(calls_, f.outputsEnd, f.tokenStride, batch_);
+  rung_.step = planStages(calls_, f.outputsEnd, f.tokenStride, batch_);
 }
 
-KernelProgram Lowering::run() {
+void Lowering::run() {
   auto step = module_.lookupSymbol<func::FuncOp>("step");
   if (!step)
     error("the module has no func.func @step");
@@ -444,8 +484,14 @@ KernelProgram Lowering::run() {
     error("the module has no {}; run needle-plan-session first", kArenaAttr);
   // The weights' layout follows program order, not the order a call's arguments are evaluated in.
   step.walk([&](WeightOp op) {
+    const bool probes = llvm::any_of(op->getUses(), [](OpOperand &use) {
+      auto head = dyn_cast<HeadOp>(use.getOwner());
+      return head && use.get() == head.getProbes();
+    });
     if (isa<CqType>(op.getType()))
       cq(op.getResult());
+    else if (probes)
+      weightRows(op.getResult());
     else
       weight(op.getResult());
   });
@@ -453,13 +499,36 @@ KernelProgram Lowering::run() {
   lowerBlock(step.getBody().front());
   lowerInterface();
   planBatches();
-  return std::move(program_);
+  program_.rungs.push_back(std::move(rung_));
 }
 
 } // namespace
 
+int64_t WeightStore::add(std::vector<uint8_t> &weights, const void *data, size_t bytes, const std::string &shape) {
+  const auto *begin = static_cast<const uint8_t *>(data);
+  uint64_t hash = 0xcbf29ce484222325u ^ bytes; // FNV-1a over the length and the bytes
+  for (size_t i = 0; i < bytes; ++i)
+    hash = (hash ^ begin[i]) * 0x100000001b3u;
+  std::vector<Stored> &same = stored_[hash];
+  for (const Stored &stored : same)
+    if (stored.bytes == bytes && stored.shape == shape &&
+        std::equal(begin, begin + bytes, weights.begin() + stored.offset))
+      return stored.offset;
+  same.push_back({appendWeights(weights, data, bytes), bytes, shape});
+  return same.back().offset;
+}
+
+void lowerRung(ModuleOp module, const Model &model, const std::string &backend, int64_t batch, KernelProgram &program,
+               WeightStore &store) {
+  Lowering(module, model, backend, batch, program, store).run();
+}
+
 KernelProgram lowerToKernelCalls(ModuleOp module, const Model &model, const std::string &backend, int64_t batch) {
-  return Lowering(module, model, backend, batch).run();
+  KernelProgram program;
+  program.rungs.clear();
+  WeightStore store;
+  lowerRung(module, model, backend, batch, program, store);
+  return program;
 }
 
 } // namespace needle

@@ -57,18 +57,22 @@ std::string_view stageName(StepStage::Kind kind) {
 std::string describeKernels(const KernelProgram &program, const HalideKernels &halide) {
   verifyKernelCalls(program);
   std::string text;
-  for (const StepStage &stage : program.step)
-    for (size_t i = 0; i < stage.calls.size(); ++i)
-      if (!stage.calls[i].kernel.empty())
-        text += lineOf(stageName(stage.kind), stage.calls[i], halide,
-                       !stage.parallel                            ? ""
-                       : stage.kind == StepStage::Kind::EachToken ? "token"
-                                                                  : fmt::format("{}/{}", i, stage.calls.size()));
-  for (const auto &[where, calls] :
-       {std::pair{"confidence-head", &program.confidenceHead}, std::pair{"embedding-head", &program.embeddingHead}})
-    for (const KernelCall &call : *calls)
-      if (!call.kernel.empty())
-        text += lineOf(where, call, halide);
+  for (const RungProgram &rung : program.rungs) {
+    if (program.rungs.size() > 1)
+      text += fmt::format("depth {}:\n", rung.facts.numLayers);
+    for (const StepStage &stage : rung.step)
+      for (size_t i = 0; i < stage.calls.size(); ++i)
+        if (!stage.calls[i].kernel.empty())
+          text += lineOf(stageName(stage.kind), stage.calls[i], halide,
+                         !stage.parallel                            ? ""
+                         : stage.kind == StepStage::Kind::EachToken ? "token"
+                                                                    : fmt::format("{}/{}", i, stage.calls.size()));
+    for (const auto &[where, calls] :
+         {std::pair{"confidence-head", &rung.confidenceHead}, std::pair{"embedding-head", &rung.embeddingHead}})
+      for (const KernelCall &call : *calls)
+        if (!call.kernel.empty())
+          text += lineOf(where, call, halide);
+  }
   return text;
 }
 

@@ -48,7 +48,8 @@ using Kind = KernelArg::Kind;
 constexpr const char *kInterfaceFunctions[] = {"info",       "arena_size",   "arena_align", "open",
                                                "restore",    "reset",        "feed",        "logits",
                                                "confidence", "embedding",    "position",    "sample_scratch_size",
-                                               "sample",     "set_parallel", "truncate"};
+                                               "sample",     "set_parallel", "truncate",    "arena_size_depth",
+                                               "open_depth", "depth",        "reopen_depth"};
 // A model with a tokenizer exports these too.
 constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      "token_bytes", "token_id",
                                           "decoder_init",        "decode_next", "decode_flush"};
@@ -156,7 +157,62 @@ llvm::GlobalVariable *internalIdArray(llvm::Module &module, const std::vector<in
   return new llvm::GlobalVariable(module, init->getType(), true, llvm::GlobalValue::InternalLinkage, init, name);
 }
 
-/// Gives the data @step declared, and the runtime's needle_facts and needle_info, their values.
+/// Replaces the runtime's declaration of `global` (an array of unknown size, or bytes) by a
+/// definition of the same name holding `value`.
+void replaceDeclaration(llvm::Module &module, const std::string &global, llvm::Constant *value, unsigned align) {
+  llvm::GlobalVariable *declared = module.getNamedGlobal(global);
+  if (!declared)
+    fail("internal: the runtime declares no {}", global);
+  auto *defined = new llvm::GlobalVariable(module, value->getType(), true, llvm::GlobalValue::ExternalLinkage, value);
+  defined->setAlignment(llvm::Align(align));
+  defined->takeName(declared);
+  declared->replaceAllUsesWith(defined);
+  declared->eraseFromParent();
+}
+
+/// The runtime's arrays of the rungs (needle_object.cpp), by depth: each one's facts, step and
+/// heads (the functions StepBuilder built).
+void defineRungs(llvm::Module &module, const KernelProgram &program) {
+  llvm::LLVMContext &context = module.getContext();
+  auto *factsArray = llvm::dyn_cast<llvm::ArrayType>(module.getNamedGlobal("needle_facts")->getValueType());
+  auto *factsType = factsArray ? llvm::dyn_cast<llvm::StructType>(factsArray->getElementType()) : nullptr;
+  if (!factsType || factsType->getNumElements() != 15)
+    fail("internal: the runtime's needle_rt::ModelFacts is not the 15 fields the object printer fills");
+  auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
+  auto function = [&](const std::string &name) -> llvm::Constant * {
+    llvm::Function *defined = module.getFunction(name);
+    if (!defined)
+      fail("internal: the object has no {}", name);
+    return defined;
+  };
+  std::vector<llvm::Constant *> facts, steps, confidenceHeads, embeddingHeads;
+  for (const RungProgram &rung : program.rungs) {
+    const ModelFacts &f = rung.facts;
+    llvm::Constant *poolsInit = constantArray(context, std::vector<uint64_t>(f.pools.begin(), f.pools.end()));
+    auto *pools = new llvm::GlobalVariable(module, poolsInit->getType(), true, llvm::GlobalValue::InternalLinkage,
+                                           poolsInit, fmt::format("needle_pools_{}", f.numLayers));
+    pools->setAlignment(llvm::Align(8));
+    facts.push_back(llvm::ConstantStruct::get(
+        factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
+                    i64(f.embeddingDim), i64(f.logits), i64(f.batch),
+                    llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias)),
+                    llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint), i64(f.maxRollback),
+                    i64(int64_t(f.pools.size() / 2)), pools, i64(f.numLayers), i64(f.tokenLog)}));
+    steps.push_back(function(fmt::format("needle_step_{}", f.numLayers)));
+    confidenceHeads.push_back(function(fmt::format("needle_confidence_head_{}", f.numLayers)));
+    embeddingHeads.push_back(function(fmt::format("needle_embedding_head_{}", f.numLayers)));
+  }
+  auto array = [&](llvm::Type *element, const std::vector<llvm::Constant *> &values) {
+    return llvm::ConstantArray::get(llvm::ArrayType::get(element, values.size()), values);
+  };
+  llvm::Type *pointer = llvm::PointerType::get(context, 0);
+  replaceDeclaration(module, "needle_facts", array(factsType, facts), 8);
+  replaceDeclaration(module, "needle_steps", array(pointer, steps), 8);
+  replaceDeclaration(module, "needle_confidence_heads", array(pointer, confidenceHeads), 8);
+  replaceDeclaration(module, "needle_embedding_heads", array(pointer, embeddingHeads), 8);
+}
+
+/// Gives the data @step declared, the runtime's arrays of the rungs and needle_info their values.
 void defineData(llvm::Module &module, const KernelProgram &program) {
   llvm::LLVMContext &context = module.getContext();
   auto define = [&](const std::string &name, llvm::Constant *value, unsigned align) {
@@ -185,35 +241,21 @@ void defineData(llvm::Module &module, const KernelProgram &program) {
                constantArray(context, std::vector<uint64_t>(arg.ints.begin(), arg.ints.end())), 8);
   });
 
-  const ModelFacts &f = program.facts;
-  auto *factsType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_facts")->getValueType());
-  if (!factsType || factsType->getNumElements() != 13)
-    fail("internal: the runtime's needle_rt::ModelFacts is not the 13 fields the object printer fills");
-  auto i64 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), value); };
   auto i32 = [&](int64_t value) { return llvm::ConstantInt::get(llvm::Type::getInt32Ty(context), value); };
-  llvm::Constant *poolsInit = constantArray(context, std::vector<uint64_t>(f.pools.begin(), f.pools.end()));
-  auto *pools = new llvm::GlobalVariable(module, poolsInit->getType(), true, llvm::GlobalValue::InternalLinkage,
-                                         poolsInit, "needle_pools");
-  pools->setAlignment(llvm::Align(8));
-  define("needle_facts",
-         llvm::ConstantStruct::get(
-             factsType, {i64(f.arenaSize), i64(f.arenaAlign), i64(f.outputsEnd), i64(f.maxSeqLen), i64(f.vocabSize),
-                         i64(f.embeddingDim), i64(f.logits), i64(f.batch),
-                         llvm::ConstantFP::get(llvm::Type::getFloatTy(context), static_cast<double>(f.confidenceBias)),
-                         llvm::ConstantInt::get(llvm::Type::getInt64Ty(context), f.fingerprint), i64(f.maxRollback),
-                         i64(int64_t(f.pools.size() / 2)), pools}),
-         8);
+  defineRungs(module, program);
+  const ModelFacts &f = program.deepest().facts;
   llvm::Constant *sourceBlocks = internalIdArray(module, f.sourceBlocks, "needle_source_blocks");
   llvm::Constant *stopIds = llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
   if (!f.stopIds.empty())
     stopIds = internalIdArray(module, f.stopIds, "needle_stop_ids");
   auto *infoType = llvm::dyn_cast<llvm::StructType>(module.getNamedGlobal("needle_info")->getValueType());
-  if (!infoType || infoType->getNumElements() != 11)
-    fail("internal: the runtime's ModelInfo is not the 11 fields of NAME_info_t");
+  if (!infoType || infoType->getNumElements() != 13)
+    fail("internal: the runtime's ModelInfo is not the 13 fields of NAME_info_t");
   define("needle_info",
          llvm::ConstantStruct::get(infoType, {i32(f.vocabSize), i32(f.dModel), i32(f.numLayers), i32(f.maxSeqLen),
                                               i32(f.embeddingDim), sourceBlocks, i32(f.bosId), i32(f.eosId),
-                                              i32(int64_t(f.stopIds.size())), stopIds, i32(f.maxRollback)}),
+                                              i32(int64_t(f.stopIds.size())), stopIds, i32(f.maxRollback),
+                                              i32(program.rungs.front().facts.numLayers), i32(f.numLayers)}),
          8);
 }
 
@@ -240,15 +282,11 @@ void defineImage(llvm::Module &module, const std::string &global, const std::vec
     declared->eraseFromParent();
     return;
   }
-  llvm::LLVMContext &context = module.getContext();
-  llvm::Constant *bytes =
+  replaceDeclaration(
+      module, global,
       llvm::ConstantDataArray::getRaw(llvm::StringRef(reinterpret_cast<const char *>(image.data()), image.size()),
-                                      image.size(), llvm::Type::getInt8Ty(context));
-  auto *defined = new llvm::GlobalVariable(module, bytes->getType(), true, llvm::GlobalValue::ExternalLinkage, bytes);
-  defined->setAlignment(llvm::Align(16));
-  defined->takeName(declared);
-  declared->replaceAllUsesWith(defined);
-  declared->eraseFromParent();
+                                      image.size(), llvm::Type::getInt8Ty(module.getContext())),
+      16);
 }
 
 /// Binds each needle_k_<kernel> declaration to the function needle_kernel_<kernel> points to.
@@ -386,9 +424,11 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   clock.done("load runtime bitcode");
   HalideKernels halide;
   selectKernels(program, {Backend::Object, targetIsas(target, *machine, options.kernels), options.activations});
-  program.facts.fingerprint = modelFingerprint(
+  const uint64_t fingerprint = modelFingerprint(
       program, fmt::format("obj {} {} {} kernels {} activations {}", target.triple, target.cpu, target.features,
                            static_cast<int>(options.kernels), static_cast<int>(options.activations)));
+  for (RungProgram &rung : program.rungs)
+    rung.facts.fingerprint = fingerprint;
   if (options.kernels == KernelChoice::Native)
     if (const std::optional<HalideChoice> choice = halideChoice(target, *machine)) {
       halide = linkHalideKernels(*runtime, program, *choice);

@@ -57,12 +57,14 @@ private:
   mlir::Type contextType();
   mlir::Value contextField(mlir::Value context, int i);
   void eachToken(const std::vector<KernelCall> &calls);
+  void step(const RungProgram &rung);
   void head(const std::string &name, const std::vector<KernelCall> &calls);
   mlir::Value halideKernel(const std::string &name);
 
   mlir::MLIRContext &context_;
   const llvm::Module &runtime_;
   const KernelProgram &program_;
+  const RungProgram *rung_ = nullptr; // the one being built
   const HalideKernels &halide_;
   mlir::OpBuilder builder_;
   mlir::Location loc_;
@@ -115,7 +117,7 @@ mlir::Value StepBuilder::offset(mlir::Value base, mlir::Value bytes) {
 
 /// arena + bytes; in the scratch, the current token's copy.
 mlir::Value StepBuilder::arena(int64_t bytes) {
-  const ModelFacts &f = program_.facts;
+  const ModelFacts &f = rung_->facts;
   if (!index_ || bytes < f.outputsEnd)
     return offset(arena_, bytes);
   mlir::Value skip = builder_.create<LLVM::MulOp>(loc_, index_, i64(f.tokenStride));
@@ -377,10 +379,20 @@ mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
   for (size_t i = 0; i < program_.constants.size(); ++i)
     declareData(fmt::format("needle_constant{}", i), builder_.getF32Type(), program_.constants[i].size());
 
+  for (const RungProgram &rung : program_.rungs)
+    step(rung);
+  return owned;
+}
+
+/// The rung's step and heads: needle_step_D, needle_confidence_head_D, needle_embedding_head_D
+/// for its depth D (ObjectEmitter gathers them into the runtime's arrays).
+void StepBuilder::step(const RungProgram &rung) {
+  rung_ = &rung;
+  const int64_t depth = rung.facts.numLayers;
   builder_.setInsertionPointToEnd(module_.getBody());
   const auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&context_),
                                                 {ptr_, ptr_, builder_.getI64Type(), builder_.getI64Type()});
-  auto step = builder_.create<LLVM::LLVMFuncOp>(loc_, "needle_step", type);
+  auto step = builder_.create<LLVM::LLVMFuncOp>(loc_, fmt::format("needle_step_{}", depth), type);
   entry_ = step.addEntryBlock(builder_);
   stepContext_ = nullptr;
   arena_ = entry_->getArgument(0);
@@ -388,12 +400,11 @@ mlir::OwningOpRef<mlir::ModuleOp> StepBuilder::build() {
   count_ = entry_->getArgument(2);
   start_ = entry_->getArgument(3);
   builder_.setInsertionPointToEnd(entry_);
-  for (const StepStage &each : program_.step)
+  for (const StepStage &each : rung.step)
     stage(each);
   builder_.create<LLVM::ReturnOp>(loc_, mlir::ValueRange{});
-  head("needle_confidence_head", program_.confidenceHead);
-  head("needle_embedding_head", program_.embeddingHead);
-  return owned;
+  head(fmt::format("needle_confidence_head_{}", depth), rung.confidenceHead);
+  head(fmt::format("needle_embedding_head_{}", depth), rung.embeddingHead);
 }
 
 /// void name(const unsigned char *arena, float *out): a head's calls, on the arena (read only),
@@ -407,7 +418,7 @@ void StepBuilder::head(const std::string &name, const std::vector<KernelCall> &c
   out_ = entry_->getArgument(1);
   index_ = tokens_ = count_ = start_ = nullptr;
   builder_.setInsertionPointToEnd(entry_);
-  const auto bytes = LLVM::LLVMArrayType::get(builder_.getI8Type(), std::max<int64_t>(program_.headScratch, 1));
+  const auto bytes = LLVM::LLVMArrayType::get(builder_.getI8Type(), std::max<int64_t>(rung_->headScratch, 1));
   scratch_ = builder_.create<LLVM::AllocaOp>(loc_, ptr_, bytes, integer(builder_.getI32Type(), 1), kWeightAlign);
   for (const KernelCall &kernelCall : calls)
     call(kernelCall);

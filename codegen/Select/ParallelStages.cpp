@@ -6,7 +6,9 @@
 #include "runtime/needle_contract.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
 
 namespace needle {
 
@@ -51,56 +53,75 @@ bool independent(const KernelCall &a, const KernelCall &b, const ModelFacts &fac
          !overlap(y.written, x.read, facts, tokens);
 }
 
-/// The weight offsets every call reads, each with the number of arguments that name it.
-std::multiset<int64_t> weightReads(const KernelProgram &program) {
-  std::multiset<int64_t> reads;
-  forEachCall(program, [&](const KernelCall &call) {
-    for (const KernelArg &arg : call.args)
-      if (arg.kind == KernelArg::Kind::Weight)
-        reads.insert(arg.value);
-  });
-  return reads;
+/// What a call reads of the weights, and how: its kernel and every argument but its arena
+/// offsets. The same call in several rungs (which plan their arenas apart) reads alike.
+std::string readerOf(const KernelCall &call) {
+  std::string reader = call.kernel;
+  for (const KernelArg &arg : call.args)
+    reader += arg.kind == KernelArg::Kind::Arena ? " a" : " " + std::to_string(arg.value);
+  return reader;
 }
 
-/// A copy of weights [offset, offset + bytes) at the end of the program's weights.
-int64_t copyWeights(KernelProgram &program, int64_t offset, int64_t bytes) {
-  const std::vector<uint8_t> copy(program.weights.begin() + offset, program.weights.begin() + offset + bytes);
-  return appendWeights(program.weights, copy.data(), copy.size());
-}
+/// The panels of the program's CQ products, cut so that re-laying one in place changes nothing
+/// another call reads.
+class PanelCutter {
+public:
+  explicit PanelCutter(KernelProgram &program) : program_(program) {
+    forEachCall(program, [&](const KernelCall &call) {
+      for (const KernelArg &arg : call.args)
+        if (arg.kind == KernelArg::Kind::Weight)
+          readers_[arg.value].insert(readerOf(call));
+    });
+  }
 
-/// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights are
-/// re-laid as a matrix of their own later; a matrix some other call also reads (the tied
-/// embedding, say) is cut from a copy, so that re-laying a panel in place cannot change what the
-/// other call reads beyond the matrix's first bytes.
-std::vector<KernelCall> cutIntoPanels(const KernelCall &call, KernelProgram &program,
-                                      const std::multiset<int64_t> &reads) {
-  const std::vector<int64_t> rows = panelRows(argValue(call, "rows"));
-  if (rows.size() == 1)
-    return {call};
-  const int64_t cols = argValue(call, "cols"), bits = argValue(call, "bits");
-  const int64_t rowBytes = needle_rt::cq_row_bytes(cols, static_cast<int>(bits));
-  const int64_t rowNorms = 2 * needle_rt::cq_groups(cols);
-  int64_t packed = argValue(call, "packed"), norms = argValue(call, "norms");
-  const int64_t allRows = argValue(call, "rows");
-  if (reads.count(packed) > 1 || reads.count(norms) > 1) {
-    packed = copyWeights(program, packed, allRows * rowBytes);
-    norms = copyWeights(program, norms, allRows * rowNorms);
+  /// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights
+  /// are re-laid as a matrix of their own later; a matrix some other call also reads (the tied
+  /// embedding, say) is cut from a copy, one for every rung, so that re-laying a panel in place
+  /// cannot change what the other call reads beyond the matrix's first bytes.
+  std::vector<KernelCall> cut(const KernelCall &call) {
+    const std::vector<int64_t> rows = panelRows(argValue(call, "rows"));
+    if (rows.size() == 1)
+      return {call};
+    const int64_t cols = argValue(call, "cols"), bits = argValue(call, "bits");
+    const int64_t rowBytes = needle_rt::cq_row_bytes(cols, static_cast<int>(bits));
+    const int64_t rowNorms = 2 * needle_rt::cq_groups(cols);
+    const int64_t allRows = argValue(call, "rows");
+    const int64_t packed = copied(argValue(call, "packed"), allRows * rowBytes);
+    const int64_t norms = copied(argValue(call, "norms"), allRows * rowNorms);
+    std::vector<KernelCall> panels;
+    int64_t first = 0;
+    for (int64_t count : rows) {
+      KernelCall panel = call;
+      argument(panel, "packed").value = packed + first * rowBytes;
+      argument(panel, "norms").value = norms + first * rowNorms;
+      argument(panel, "rows").value = count;
+      argument(panel, "y").value += first * 4;
+      if (first > 0)
+        panel.comment.clear();
+      panels.push_back(std::move(panel));
+      first += count;
+    }
+    return panels;
   }
-  std::vector<KernelCall> panels;
-  int64_t first = 0;
-  for (int64_t count : rows) {
-    KernelCall panel = call;
-    argument(panel, "packed").value = packed + first * rowBytes;
-    argument(panel, "norms").value = norms + first * rowNorms;
-    argument(panel, "rows").value = count;
-    argument(panel, "y").value += first * 4;
-    if (first > 0)
-      panel.comment.clear();
-    panels.push_back(std::move(panel));
-    first += count;
+
+private:
+  /// Weights [offset, offset + bytes), or a copy of them at the end of the program's weights
+  /// when another call reads them too.
+  int64_t copied(int64_t offset, int64_t bytes) {
+    if (readers_[offset].size() < 2)
+      return offset;
+    auto [it, inserted] = copies_.try_emplace(offset, 0);
+    if (inserted) {
+      const std::vector<uint8_t> copy(program_.weights.begin() + offset, program_.weights.begin() + offset + bytes);
+      it->second = appendWeights(program_.weights, copy.data(), copy.size());
+    }
+    return it->second;
   }
-  return panels;
-}
+
+  KernelProgram &program_;
+  std::map<int64_t, std::set<std::string>> readers_; // of each weight offset
+  std::map<int64_t, int64_t> copies_;                // by the original's offset
+};
 
 /// Whether `arg` names no buffer of the arena but per-token scratch, pointer lists included.
 bool scratchOnly(const KernelArg &arg, const ModelFacts &facts) {
@@ -128,6 +149,42 @@ int64_t weightsOf(const StepStage &stage) {
   return weights;
 }
 
+/// The rung's stages, each CQ product cut into panels by `cutter` (docs/codegen.md, "Parallel stages").
+void planParallelStages(RungProgram &rung, PanelCutter &cutter) {
+  const ModelFacts &facts = rung.facts;
+  std::vector<StepStage> stages;
+  for (StepStage &stage : rung.step) {
+    if (stage.kind == Kind::EachToken) {
+      stage.parallel = facts.batch > 1 && tokensAreTasks(stage, facts);
+      stages.push_back(std::move(stage));
+      continue;
+    }
+    const int64_t tokens = stage.kind == Kind::Batched ? facts.batch : 1;
+    for (KernelCall &call : stage.calls) {
+      StepStage *last = stages.empty() || stages.back().kind != stage.kind ? nullptr : &stages.back();
+      if (!isCqMatvec(call)) {
+        if (!last || last->parallel)
+          last = &stages.emplace_back(StepStage{stage.kind, {}, false});
+        last->calls.push_back(std::move(call));
+        continue;
+      }
+      const bool joins = last && last->parallel && std::all_of(last->calls.begin(), last->calls.end(), [&](auto &a) {
+                           return independent(a, call, facts, tokens);
+                         });
+      std::vector<KernelCall> panels = cutter.cut(call);
+      if (!joins)
+        last = &stages.emplace_back(StepStage{stage.kind, {}, true});
+      for (KernelCall &panel : panels)
+        last->calls.push_back(std::move(panel));
+    }
+  }
+  for (StepStage &stage : stages)
+    if (stage.parallel && stage.kind != Kind::EachToken &&
+        (stage.calls.size() < 2 || weightsOf(stage) < kParallelMinWeights))
+      stage.parallel = false;
+  rung.step = std::move(stages);
+}
+
 } // namespace
 
 std::vector<int64_t> panelRows(int64_t rows) {
@@ -142,38 +199,9 @@ std::vector<int64_t> panelRows(int64_t rows) {
 }
 
 void planParallelStages(KernelProgram &program) {
-  const std::multiset<int64_t> reads = weightReads(program);
-  std::vector<StepStage> stages;
-  for (StepStage &stage : program.step) {
-    if (stage.kind == Kind::EachToken) {
-      stage.parallel = program.facts.batch > 1 && tokensAreTasks(stage, program.facts);
-      stages.push_back(std::move(stage));
-      continue;
-    }
-    const int64_t tokens = stage.kind == Kind::Batched ? program.facts.batch : 1;
-    for (KernelCall &call : stage.calls) {
-      StepStage *last = stages.empty() || stages.back().kind != stage.kind ? nullptr : &stages.back();
-      if (!isCqMatvec(call)) {
-        if (!last || last->parallel)
-          last = &stages.emplace_back(StepStage{stage.kind, {}, false});
-        last->calls.push_back(std::move(call));
-        continue;
-      }
-      const bool joins = last && last->parallel && std::all_of(last->calls.begin(), last->calls.end(), [&](auto &a) {
-                           return independent(a, call, program.facts, tokens);
-                         });
-      std::vector<KernelCall> panels = cutIntoPanels(call, program, reads);
-      if (!joins)
-        last = &stages.emplace_back(StepStage{stage.kind, {}, true});
-      for (KernelCall &panel : panels)
-        last->calls.push_back(std::move(panel));
-    }
-  }
-  for (StepStage &stage : stages)
-    if (stage.parallel && stage.kind != Kind::EachToken &&
-        (stage.calls.size() < 2 || weightsOf(stage) < kParallelMinWeights))
-      stage.parallel = false;
-  program.step = std::move(stages);
+  PanelCutter cutter(program);
+  for (RungProgram &rung : program.rungs)
+    planParallelStages(rung, cutter);
 }
 
 } // namespace needle

@@ -9,9 +9,12 @@ def PlanSession : Pass<"needle-plan-session", "mlir::ModuleOp"> {
     Plans the memory of one session of @step at compile time, so `arena_size` is a constant
     and nothing is allocated at run time. The arena is laid out as
 
-        [header | state of every stateful op | outputs | scratch]
+        [header | token log | state of every stateful op | outputs | scratch]
 
     - header: 64 bytes (the position counter and the session's bookkeeping);
+    - token log: with the module attribute `needle.token_log` (a rung of an object of several
+      depths), one int32 per position, 4·max_seq_len bytes rounded to 64, from which the C
+      interface feeds a conversation again at another depth; absent, no bytes;
     - state, in program order, each 64-byte aligned, recorded on the op as
       `needle.state = array<i64: offset, bytes>`: the KV ring of each `needle.attention`
       (capacity = its window, or max_seq_len for a global block; at most max_seq_len), the
@@ -29,7 +32,8 @@ def PlanSession : Pass<"needle-plan-session", "mlir::ModuleOp"> {
 
     Each op's results get `needle.buffers = array<i64: ...>` (one arena offset per result);
     a block's arguments share their operands' buffers and its results share what it yields.
-    The module gets `needle.arena = {align, size, state, outputs}` (byte counts). The
+    The module gets `needle.arena = {align, size, state_end, outputs_end}` (byte counts), and
+    `token_log` (its offset) when it keeps one. The
     module attribute `needle.max_seq_len` bounds the KV rings (`needlec --max-seq`).
   }];
   let dependentDialects = ["::needle::ir::NeedleDialect"];

@@ -4,6 +4,7 @@
 #include "codegen/Transforms/SessionNeeds.h"
 
 #include "Support/RoundUp.h"
+#include "needle_contract.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -147,6 +148,9 @@ DictionaryAttr SessionPlanner::run() {
   }
 
   int64_t cursor = kHeaderBytes;
+  const int64_t tokenLog = limits_.tokenLog ? cursor : 0;
+  if (limits_.tokenLog)
+    cursor += needle_rt::token_log_bytes(limits_.maxSeqLen);
   for (Operation *op : ops_)
     if (const int64_t bytes = needle::sessionNeeds(op, limits_).stateBytes) {
       op->setAttr("needle.state", pair(cursor, bytes));
@@ -188,10 +192,13 @@ DictionaryAttr SessionPlanner::run() {
     op->setAttr("needle.buffers", b_.getDenseI64ArrayAttr(offsets));
   }
   const int64_t size = needle::roundUp(outputsEnd + scratchBytes, kAlign);
-  return b_.getDictionaryAttr({b_.getNamedAttr("align", b_.getI64IntegerAttr(kAlign)),
-                               b_.getNamedAttr("size", b_.getI64IntegerAttr(size)),
-                               b_.getNamedAttr("state_end", b_.getI64IntegerAttr(stateEnd)),
-                               b_.getNamedAttr("outputs_end", b_.getI64IntegerAttr(outputsEnd))});
+  SmallVector<NamedAttribute> plan = {b_.getNamedAttr("align", b_.getI64IntegerAttr(kAlign)),
+                                      b_.getNamedAttr("size", b_.getI64IntegerAttr(size)),
+                                      b_.getNamedAttr("state_end", b_.getI64IntegerAttr(stateEnd)),
+                                      b_.getNamedAttr("outputs_end", b_.getI64IntegerAttr(outputsEnd))};
+  if (tokenLog)
+    plan.push_back(b_.getNamedAttr("token_log", b_.getI64IntegerAttr(tokenLog)));
+  return b_.getDictionaryAttr(plan);
 }
 
 struct PlanSessionPass : needle::impl::PlanSessionBase<PlanSessionPass> {

@@ -22,6 +22,7 @@ needle::SessionLimits needle::sessionLimits(ModuleOp module) {
     limits.maxSeqLen = maxSeq.getInt();
   if (auto rollback = module->getAttrOfType<IntegerAttr>(kMaxRollbackAttr))
     limits.maxRollback = rollback.getInt();
+  limits.tokenLog = module->hasAttr(kTokenLogAttr);
   return limits;
 }
 

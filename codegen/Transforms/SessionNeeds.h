@@ -11,9 +11,14 @@
 namespace needle {
 
 /// What bounds a session's state: the module's needle.max_seq_len and needle.max_rollback.
+/// The module attribute (unit) that asks needle-plan-session for a log of the fed tokens after the
+/// header: a rung of an object of several keeps one (docs/c-interface.md, "Every rung in one object").
+inline constexpr const char *kTokenLogAttr = "needle.token_log";
+
 struct SessionLimits {
   int64_t maxSeqLen = 0;   // tokens a session holds
   int64_t maxRollback = 0; // positions it can go back (docs/c-interface.md, "Taking tokens back")
+  bool tokenLog = false;   // whether the arena keeps a log of the fed tokens (kTokenLogAttr)
 };
 
 /// The module's limits; maxSeqLen is 0 when the module has no needle.max_seq_len.

@@ -15,8 +15,9 @@ Model prepareModel(const std::filesystem::path &input, const PrepareOptions &opt
 
   const size_t steps = model.provenance.size(); // every transform records itself
   // Check the depth before the slow steps, so a bad --layers fails at once.
-  if (options.layers)
-    validateDepth(*options.layers, model.config.numLayers, input.string());
+  for (const std::optional<int64_t> &depth : {options.shallowest, options.layers})
+    if (depth)
+      validateDepth(*depth, model.config.numLayers, input.string());
   if (options.tokenizer && !noTokenizer)
     readTokenizer(model, *options.tokenizer);
   if (options.lora)

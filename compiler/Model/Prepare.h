@@ -12,7 +12,8 @@
 namespace needle {
 
 struct PrepareOptions {
-  std::optional<int64_t> layers; // slice to this depth
+  std::optional<int64_t> layers;     // slice to this depth
+  std::optional<int64_t> shallowest; // --layers A..B: A, checked here, the rungs down to it cut later
   std::optional<std::filesystem::path> lora;
   /// --tokenizer: a tokenizer.json in place of the one the model carries; "none" drops it unread.
   std::optional<std::filesystem::path> tokenizer;

@@ -7,6 +7,7 @@
 #include "Model/Ladder.h"
 #include "Model/ModelTokenizer.h"
 #include "Model/NeedleFile.h"
+#include "Model/Slice.h"
 #include "Needle/IR/NeedleDialect.h"
 #include "Needle/Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
@@ -17,6 +18,7 @@
 #include "Support/RoundUp.h"
 #include "codegen/Cpp/CppEmitter.h"
 #include "codegen/Lower/Lower.h"
+#include "codegen/Transforms/SessionNeeds.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -179,8 +181,24 @@ CompileResult emitMlir(const CompileOptions &options) {
 
   mlir::MLIRContext context;
   loadNeedleDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, model, weights.reference, options);
-  const PipelineFigures figures = runPipeline(*module, options.prepare.layers, options.passes, options);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  PipelineFigures figures;
+  if (!options.prepare.shallowest) {
+    module = importForSession(context, model, weights.reference, options);
+    figures = runPipeline(*module, options.prepare.layers, options.passes, options);
+  } else {
+    // Every rung's module, named by its depth, in one: each as the object of the range plans it.
+    module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+    const int64_t deepest = options.prepare.layers.value_or(model.config.numLayers);
+    for (int64_t depth = *options.prepare.shallowest; depth <= deepest; ++depth) {
+      mlir::OwningOpRef<mlir::ModuleOp> rung = importForSession(context, model, weights.reference, options);
+      if (*options.prepare.shallowest < deepest)
+        (*rung)->setAttr(kTokenLogAttr, mlir::UnitAttr::get(&context));
+      figures = runPipeline(*rung, depth, options.passes, options);
+      rung->setSymName(fmt::format("depth_{}", depth));
+      module->getBody()->push_back(rung.release());
+    }
+  }
   std::string text;
   llvm::raw_string_ostream stream(text);
   module->print(stream, mlir::OpPrintingFlags()); // honours --mlir-print-debuginfo
@@ -287,7 +305,39 @@ calls::CompiledCalls compileRecords(const CompileOptions &options, const Compile
                           stats);
 }
 
-/// The model through the pipeline, lowered to kernel calls: what both code printers print.
+/// Seconds spent in each phase of compiling the rungs, summed over them.
+struct RungPhases {
+  double probe = 0, pipeline = 0, lower = 0;
+};
+
+/// The model at `depth` through the pipeline, lowered as one more rung of `program`; with `log`,
+/// its arena keeps the token log NAME_reopen_depth reads.
+void compileRung(const CompileOptions &options, const Model &model, int64_t depth, bool log, const std::string &backend,
+                 KernelProgram &program, WeightStore &store, PipelineFigures &figures, RungPhases &phases) {
+  auto start = std::chrono::steady_clock::now();
+  auto add = [&](double &phase) {
+    const auto now = std::chrono::steady_clock::now();
+    phase += std::chrono::duration<double>(now - start).count();
+    start = now;
+  };
+  const bool whole = depth == model.config.numLayers;
+  const Model sliced = whole ? Model() : sliceModel(model, depth, options.input.string());
+  const Model &rung = whole ? model : sliced;
+  reference::checkProbeFinite(rung, depth, options.input.string());
+  add(phases.probe);
+  mlir::MLIRContext context;
+  loadNeedleDialects(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, rung, options.input.string(), options);
+  if (log)
+    (*module)->setAttr(kTokenLogAttr, mlir::UnitAttr::get(&context));
+  figures = runPipeline(*module, std::nullopt, true, options);
+  add(phases.pipeline);
+  lowerRung(*module, rung, backend, options.batch, program, store);
+  add(phases.lower);
+}
+
+/// The model through the pipeline, lowered to kernel calls: what both code printers print. One
+/// rung for each depth from --layers' shallowest to the model's (docs/c-interface.md).
 KernelProgram compileProgram(const CompileOptions &options, const std::string &backend, std::vector<PhaseTime> &times,
                              std::string &stats) {
   auto start = std::chrono::steady_clock::now();
@@ -304,40 +354,50 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   std::vector<int32_t> stopIds = stopTokens(options.stop, tokenizer, model.config.vocabSize);
   if (!tokenizer.image.empty())
     done("compile the tokenizer");
-  reference::checkProbeFinite(model, model.config.numLayers, options.input.string());
-  done("probe the model for overflow");
-  mlir::MLIRContext context;
-  loadNeedleDialects(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, model, options.input.string(), options);
-  const PipelineFigures figures = runPipeline(*module, std::nullopt, true, options);
-  done("import and pass pipeline");
-  KernelProgram program = lowerToKernelCalls(*module, model, backend, options.batch);
-  done("lower to kernel calls");
+  const int64_t deepest = model.config.numLayers, shallowest = options.prepare.shallowest.value_or(deepest);
+  KernelProgram program;
+  program.rungs.clear();
+  WeightStore store;
+  PipelineFigures figures;
+  RungPhases phases;
+  for (int64_t depth = shallowest; depth <= deepest; ++depth)
+    compileRung(options, model, depth, shallowest < deepest, backend, program, store, figures, phases);
+  times.push_back({"probe the model for overflow", phases.probe});
+  times.push_back({"import and pass pipeline", phases.pipeline});
+  times.push_back({"lower to kernel calls", phases.lower});
+  start = std::chrono::steady_clock::now();
+  if (shallowest < deepest)
+    stats +=
+        fmt::format("rungs: depths {}..{} sharing {} bytes of weights\n", shallowest, deepest, program.weights.size());
   program.tokenizer = tokenizer.image;
-  program.facts.bosId = tokenizer.bos;
-  program.facts.eosId = tokenizer.eos;
-  program.facts.stopIds = std::move(stopIds);
+  for (RungProgram &rung : program.rungs) {
+    rung.facts.bosId = tokenizer.bos;
+    rung.facts.eosId = tokenizer.eos;
+    rung.facts.stopIds = stopIds;
+  }
+  const ModelFacts &facts = program.deepest().facts;
   if (!program.tokenizer.empty())
     stats += fmt::format("tokenizer: {} bytes of tables\n", program.tokenizer.size());
   // NAME_call's and NAME_extract's scratch, at the end of the arena (runtime/calls/session.h): one
   // request at a time, so the larger of the two.
   uint64_t requestScratch = 0;
   if (!options.tools.empty()) {
-    calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, program.facts.maxSeqLen, stats);
+    calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, facts.maxSeqLen, stats);
     program.calls = std::move(compiled.image);
     requestScratch = compiled.scratchBytes;
     done("compile the tool-call automaton");
   }
   if (!options.schema.empty()) {
-    calls::CompiledCalls compiled = compileRecords(options, tokenizer, program.facts.maxSeqLen, stats);
+    calls::CompiledCalls compiled = compileRecords(options, tokenizer, facts.maxSeqLen, stats);
     program.records = std::move(compiled.image);
     requestScratch = std::max(requestScratch, compiled.scratchBytes);
     done("compile the record automaton");
   }
-  program.facts.arenaSize += roundUp(int64_t(requestScratch), program.facts.arenaAlign);
+  for (RungProgram &rung : program.rungs)
+    rung.facts.arenaSize += roundUp(int64_t(requestScratch), rung.facts.arenaAlign);
   stats += pipelineStats(figures);
-  stats += fmt::format("session arena: {} bytes (max_seq_len {}, batch {})\n", program.facts.arenaSize,
-                       program.facts.maxSeqLen, program.facts.batch);
+  stats += fmt::format("session arena: {} bytes (max_seq_len {}, batch {})\n", facts.arenaSize, facts.maxSeqLen,
+                       facts.batch);
   return program;
 }
 

@@ -31,7 +31,10 @@ bool isObjectKind(EmitKind kind);
 
 struct CompileOptions {
   std::filesystem::path input; // MODEL
-  PrepareOptions prepare;      // --layers, --lora, --codebook
+  /// --layers, --lora, --codebook. --layers A..B or all: the object holds every depth from
+  /// prepare.shallowest (A; 2 for all) to prepare.layers (B; all blocks when unset); without
+  /// shallowest, one.
+  PrepareOptions prepare;
   std::optional<int64_t> maxSeq;
   int64_t maxRollback = 0; // --max-rollback: positions NAME_truncate can go back
   EmitKind emit = EmitKind::Object;

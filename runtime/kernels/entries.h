@@ -14,9 +14,9 @@ namespace needle_rt {
 
 /// head_pool_add for a position whose token is not the head's pad token.
 inline void head_pool_add_unless_pad(int32_t token, int64_t pad, float *state, int64_t rows, int64_t probes, int64_t d,
-                                     const float *const *cells, const float *probe_vectors) {
+                                     const float *const *cells, const float *const *probe_rows) {
   if (token != pad)
-    head_pool_add(state, rows, probes, d, cells, probe_vectors);
+    head_pool_add(state, rows, probes, d, cells, probe_rows);
 }
 
 /// out[0] = head_confidence(..., bias[0], ...).

@@ -11,16 +11,17 @@ namespace needle_rt {
 // ---------------------------------------------------------------------------------------------
 
 /// Adds one position's cells to the pooling state (the caller skips pad tokens). cells[r] [d] is
-/// the cell of row r (row 0: x0; row j: the j-th kept block's lane mean), probe_vectors
-/// [rows][probes][d]. Score = ⟨cell_r, probe_rk⟩ / sqrt(d); when it beats the running max the old
-/// sums are rescaled by e^(old − new), else the new cell is weighted by e^(score − max).
+/// the cell of row r (row 0: x0; row j: the j-th kept block's lane mean), probe_rows[r]
+/// [probes][d] its probes (rows by pointer: the rungs of one object share each block's). Score = ⟨cell_r, probe_rk⟩ /
+/// sqrt(d); when it beats the running max the old sums are rescaled by e^(old − new), else the new cell is weighted by
+/// e^(score − max).
 inline void head_pool_add(float *state, int64_t rows, int64_t probes, int64_t d, const float *const *cells,
-                          const float *probe_vectors) {
+                          const float *const *probe_rows) {
   const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < probes; ++k) {
       float *slot = state + (r * probes + k) * (d + 2), *acc = slot + 2;
-      const float x = dot(cells[r], probe_vectors + (r * probes + k) * d, d) * inv_sqrt;
+      const float x = dot(cells[r], probe_rows[r] + k * d, d) * inv_sqrt;
       float keep = 1.0f, weight = 1.0f; // rescale of the old state, weight of the new cell
       if (slot[1] == 0.0f) {
         slot[0] = x;

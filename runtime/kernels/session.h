@@ -16,12 +16,12 @@ namespace needle_rt {
 // corrupted one, another model's session or a saved image of one is refused
 // (docs/c-interface.md, "Sessions that are not sessions" and "Saving and restoring a session").
 inline uint64_t session_tag(const ModelFacts &m) {
-  const uint64_t version = 5;                   // 5: the header holds the high-water mark
+  const uint64_t version = 6;                   // 6: the header holds the depth and the capacity
   uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
-  const uint64_t facts[] = {static_cast<uint64_t>(m.arena_size),  static_cast<uint64_t>(m.outputs_end),
-                            static_cast<uint64_t>(m.max_seq_len), static_cast<uint64_t>(m.vocab_size),
-                            static_cast<uint64_t>(m.logits),      m.fingerprint,
-                            static_cast<uint64_t>(m.max_rollback)};
+  const uint64_t facts[] = {
+      static_cast<uint64_t>(m.arena_size),   static_cast<uint64_t>(m.outputs_end), static_cast<uint64_t>(m.max_seq_len),
+      static_cast<uint64_t>(m.vocab_size),   static_cast<uint64_t>(m.logits),      m.fingerprint,
+      static_cast<uint64_t>(m.max_rollback), static_cast<uint64_t>(m.depth),       static_cast<uint64_t>(m.token_log)};
   for (uint64_t fact : facts)
     tag = (tag ^ fact) * 0x100000001B3u;
   return tag;
@@ -33,7 +33,7 @@ inline SessionHeader *checked_session(const ModelFacts &m, const void *arena) {
     return nullptr;
   SessionHeader *h = static_cast<SessionHeader *>(const_cast<void *>(arena));
   const bool counts_hold = 0 <= h->position && h->position <= h->high_water && h->high_water <= m.max_seq_len;
-  return h->tag == session_tag(m) && counts_hold ? h : nullptr;
+  return h->tag == session_tag(m) && h->depth == m.depth && counts_hold ? h : nullptr;
 }
 
 // Whether bytes [p, p + size) overlap the session's arena, which the model writes while it reads them.
@@ -42,19 +42,31 @@ inline bool in_arena(const ModelFacts &m, const void *arena, const void *p, size
   return at < begin + static_cast<uintptr_t>(m.arena_size) && begin < at + size;
 }
 
-// The header, every op's state and the outputs are zeroed; the KV, tap and token rings are only
-// ever read at positions written since.
-inline void reset_arena(const ModelFacts &m, void *arena) {
-  std::memset(arena, 0, static_cast<size_t>(m.outputs_end));
-  static_cast<SessionHeader *>(arena)->tag = session_tag(m);
+// The header, every op's state and the outputs are zeroed; the KV, tap and token rings, and the
+// token log, are only ever read at positions written since.
+inline void reset_arena(const ModelFacts &m, void *arena, uint64_t capacity) {
+  unsigned char *bytes = static_cast<unsigned char *>(arena);
+  if (m.token_log) {
+    const int64_t after = m.token_log + token_log_bytes(m.max_seq_len);
+    std::memset(bytes, 0, static_cast<size_t>(m.token_log));
+    std::memset(bytes + after, 0, static_cast<size_t>(m.outputs_end - after));
+  } else {
+    std::memset(bytes, 0, static_cast<size_t>(m.outputs_end));
+  }
+  SessionHeader *h = static_cast<SessionHeader *>(arena);
+  h->tag = session_tag(m);
+  h->depth = static_cast<int32_t>(m.depth);
+  h->capacity = capacity;
 }
 
 // A session image copied into arena (docs/c-interface.md, "Saving and restoring a session").
 // The image's pool belonged to the process that saved it: the session starts without one.
 inline void *session_restore(const ModelFacts &m, void *arena, size_t size) {
   SessionHeader *h = size >= static_cast<size_t>(m.arena_size) ? checked_session(m, arena) : nullptr;
-  if (h)
+  if (h) {
     h->parallel = Parallel{};
+    h->capacity = size;
+  }
   return h;
 }
 
@@ -62,7 +74,7 @@ inline void *session_restore(const ModelFacts &m, void *arena, size_t size) {
 inline void session_reset(const ModelFacts &m, void *arena) {
   if (SessionHeader *h = checked_session(m, arena)) {
     const Parallel pool = h->parallel;
-    reset_arena(m, arena);
+    reset_arena(m, arena, h->capacity);
     h->parallel = pool;
   }
 }
@@ -93,8 +105,27 @@ inline void *session_open(const ModelFacts &m, void *arena, size_t size) {
   if (!arena || size < static_cast<size_t>(m.arena_size) ||
       reinterpret_cast<uintptr_t>(arena) % static_cast<uintptr_t>(m.arena_align))
     return nullptr;
-  reset_arena(m, arena);
+  reset_arena(m, arena, size);
   return arena;
+}
+
+// tokens[0..n) through the step in runs of at most m.batch, logged when m keeps a token log;
+// they are checked, and fit. `tokens` may be the log itself, from the position on.
+inline void feed_tokens(const ModelFacts &m, StepFunction step, void *arena, const int32_t *tokens, size_t n) {
+  SessionHeader *h = static_cast<SessionHeader *>(arena);
+  if (m.token_log) {
+    int32_t *log = reinterpret_cast<int32_t *>(static_cast<unsigned char *>(arena) + m.token_log) + h->position;
+    if (n && tokens != log)
+      std::memcpy(log, tokens, n * sizeof(int32_t));
+  }
+  for (size_t i = 0; i < n;) {
+    const int64_t count = static_cast<int64_t>(n - i) < m.batch ? static_cast<int64_t>(n - i) : m.batch;
+    step(static_cast<unsigned char *>(arena), tokens + i, count, h->position);
+    h->position += count;
+    i += static_cast<size_t>(count);
+  }
+  if (h->high_water < h->position)
+    h->high_water = h->position;
 }
 
 // Every token is checked before any is fed, so an error leaves the session as it was.
@@ -107,14 +138,7 @@ inline int session_feed(const ModelFacts &m, StepFunction step, void *arena, con
       return status_err_token;
   if (n > static_cast<size_t>(m.max_seq_len - h->position))
     return status_err_full;
-  for (size_t i = 0; i < n;) {
-    const int64_t count = static_cast<int64_t>(n - i) < m.batch ? static_cast<int64_t>(n - i) : m.batch;
-    step(static_cast<unsigned char *>(arena), tokens + i, count, h->position);
-    h->position += count;
-    i += static_cast<size_t>(count);
-  }
-  if (h->high_water < h->position)
-    h->high_water = h->position;
+  feed_tokens(m, step, arena, tokens, n);
   return status_ok;
 }
 

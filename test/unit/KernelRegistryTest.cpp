@@ -70,11 +70,11 @@ TEST(KernelRegistry, EveryNameSaysItsColumnsInOneOrder) {
 
 TEST(KernelRegistry, VerifyRejectsCallsTheRegistryDoesNotDescribe) {
   KernelProgram program;
-  program.step.push_back({StepStage::Kind::EachToken, {attentionCall(16), KernelCall{"", {}, "a comment"}}});
+  program.rungs[0].step.push_back({StepStage::Kind::EachToken, {attentionCall(16), KernelCall{"", {}, "a comment"}}});
   EXPECT_NO_THROW(verifyKernelCalls(program));
-  program.step[0].calls[0].args.pop_back();
+  program.rungs[0].step[0].calls[0].args.pop_back();
   EXPECT_THROW(verifyKernelCalls(program), std::logic_error);
-  program.step[0].calls[0] = KernelCall{"attention_avx1024", {}, ""};
+  program.rungs[0].step[0].calls[0] = KernelCall{"attention_avx1024", {}, ""};
   EXPECT_THROW(verifyKernelCalls(program), std::logic_error);
 }
 

@@ -29,10 +29,10 @@ KernelCall product(int64_t rows, int64_t cols, int64_t x, int64_t y, int64_t pac
 
 KernelProgram program(std::vector<StepStage> stages, int64_t weightBytes = 1 << 20) {
   KernelProgram p;
-  p.step = std::move(stages);
-  p.facts.outputsEnd = kOutputsEnd;
-  p.facts.tokenStride = kStride;
-  p.facts.batch = 16;
+  p.rungs[0].step = std::move(stages);
+  p.rungs[0].facts.outputsEnd = kOutputsEnd;
+  p.rungs[0].facts.tokenStride = kStride;
+  p.rungs[0].facts.batch = 16;
   p.weights.assign(static_cast<size_t>(weightBytes), 0);
   std::iota(p.weights.begin(), p.weights.end(), uint8_t{0});
   return p;
@@ -56,12 +56,12 @@ TEST(ParallelStages, PanelsAreWholeMultiplesOf64AndCoverTheRows) {
 TEST(ParallelStages, APanelIsTheMatrixRowsItCovers) {
   KernelProgram p = program({{Kind::Batched, {product(768, 512, kOutputsEnd, kOutputsEnd + 4096, 0, 65536)}}});
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 1u);
-  ASSERT_TRUE(p.step[0].parallel);
-  ASSERT_EQ(p.step[0].calls.size(), 3u);
+  ASSERT_EQ(p.rungs[0].step.size(), 1u);
+  ASSERT_TRUE(p.rungs[0].step[0].parallel);
+  ASSERT_EQ(p.rungs[0].step[0].calls.size(), 3u);
   const int64_t rowBytes = 2 * 512 / 8, rowNorms = 4 * 2;
   for (int64_t i = 0; i < 3; ++i) {
-    const KernelCall &panel = p.step[0].calls[static_cast<size_t>(i)];
+    const KernelCall &panel = p.rungs[0].step[0].calls[static_cast<size_t>(i)];
     EXPECT_EQ(argValue(panel, "rows"), 256);
     EXPECT_EQ(argValue(panel, "packed"), i * 256 * rowBytes);
     EXPECT_EQ(argValue(panel, "norms"), 65536 + i * 256 * rowNorms);
@@ -76,10 +76,10 @@ TEST(ParallelStages, ProductsOfOneInputShareAStageAndADependentOneDoesNot) {
                              {Kind::Batched, {product(128, 512, x, k)}},
                              {Kind::Batched, {product(512, 512, k, z)}}}); // reads what the second wrote
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 2u);
-  EXPECT_EQ(p.step[0].calls.size(), 3u); // two panels and the small product
-  EXPECT_EQ(p.step[1].calls.size(), 2u);
-  EXPECT_TRUE(p.step[0].parallel && p.step[1].parallel);
+  ASSERT_EQ(p.rungs[0].step.size(), 2u);
+  EXPECT_EQ(p.rungs[0].step[0].calls.size(), 3u); // two panels and the small product
+  EXPECT_EQ(p.rungs[0].step[1].calls.size(), 2u);
+  EXPECT_TRUE(p.rungs[0].step[0].parallel && p.rungs[0].step[1].parallel);
 }
 
 TEST(ParallelStages, AnotherTokensCopyCountsAsTheSameBuffer) {
@@ -88,16 +88,16 @@ TEST(ParallelStages, AnotherTokensCopyCountsAsTheSameBuffer) {
   KernelProgram p = program({{Kind::Batched, {product(512, 512, e + 8192, e + kStride - 1024)}},
                              {Kind::Batched, {product(512, 512, e, e + 16384)}}});
   planParallelStages(p);
-  EXPECT_EQ(p.step.size(), 2u);
+  EXPECT_EQ(p.rungs[0].step.size(), 2u);
 }
 
 TEST(ParallelStages, SmallWorkStaysOnTheCallingThread) {
   KernelProgram p = program({{Kind::Batched, {product(128, 128, kOutputsEnd, kOutputsEnd + 4096)}},
                              {Kind::Batched, {product(128, 128, kOutputsEnd, kOutputsEnd + 8192)}}});
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 1u);
-  EXPECT_EQ(p.step[0].calls.size(), 2u);
-  EXPECT_FALSE(p.step[0].parallel);
+  ASSERT_EQ(p.rungs[0].step.size(), 1u);
+  EXPECT_EQ(p.rungs[0].step[0].calls.size(), 2u);
+  EXPECT_FALSE(p.rungs[0].step[0].parallel);
 }
 
 TEST(ParallelStages, TheLastTokensOtherCallsStayInOrderAroundTheProduct) {
@@ -107,12 +107,12 @@ TEST(ParallelStages, TheLastTokensOtherCallsStayInOrderAroundTheProduct) {
       {}};
   KernelProgram p = program({{Kind::LastToken, {norm, product(2048, 512, kOutputsEnd, 0), norm}}});
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 3u);
-  EXPECT_FALSE(p.step[0].parallel);
-  EXPECT_TRUE(p.step[1].parallel);
-  EXPECT_EQ(p.step[1].calls.size(), 8u);
-  EXPECT_FALSE(p.step[2].parallel);
-  for (const StepStage &stage : p.step)
+  ASSERT_EQ(p.rungs[0].step.size(), 3u);
+  EXPECT_FALSE(p.rungs[0].step[0].parallel);
+  EXPECT_TRUE(p.rungs[0].step[1].parallel);
+  EXPECT_EQ(p.rungs[0].step[1].calls.size(), 8u);
+  EXPECT_FALSE(p.rungs[0].step[2].parallel);
+  for (const StepStage &stage : p.rungs[0].step)
     EXPECT_EQ(stage.kind, Kind::LastToken);
 }
 
@@ -127,14 +127,14 @@ TEST(ParallelStages, AMatrixAnotherCallReadsIsCutFromACopy) {
       program({{Kind::EachToken, {gather}}, {Kind::LastToken, {product(768, 256, kOutputsEnd, 0, 0, 65536)}}});
   const std::vector<uint8_t> before = p.weights;
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 2u);
-  const KernelCall &first = p.step[1].calls.at(0);
+  ASSERT_EQ(p.rungs[0].step.size(), 2u);
+  const KernelCall &first = p.rungs[0].step[1].calls.at(0);
   const int64_t packed = argValue(first, "packed"), norms = argValue(first, "norms");
   EXPECT_GE(packed, static_cast<int64_t>(before.size()));
   EXPECT_EQ(packed % kWeightAlign, 0);
   EXPECT_TRUE(std::equal(before.begin(), before.begin() + 768 * 64, p.weights.begin() + packed));
   EXPECT_TRUE(std::equal(before.begin() + 65536, before.begin() + 65536 + 768 * 4, p.weights.begin() + norms));
-  EXPECT_EQ(argValue(p.step[0].calls[0], "packed"), 0); // the gather reads the original
+  EXPECT_EQ(argValue(p.rungs[0].step[0].calls[0], "packed"), 0); // the gather reads the original
 }
 
 KernelCall perToken(std::string kernel, std::vector<int64_t> arena) {
@@ -152,15 +152,15 @@ TEST(ParallelStages, ALoopOverTokensOfTheirScratchOnlyRunsTokensAsTasks) {
                {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e})}},
                {Kind::EachToken, {perToken("a", {e}), perToken("b", {e}), perToken("c", {e}), perToken("d", {e})}}});
   planParallelStages(p);
-  ASSERT_EQ(p.step.size(), 4u);
-  EXPECT_TRUE(p.step[0].parallel);
-  EXPECT_FALSE(p.step[1].parallel);
-  EXPECT_FALSE(p.step[2].parallel); // too little work per token
-  EXPECT_TRUE(p.step[3].parallel);
+  ASSERT_EQ(p.rungs[0].step.size(), 4u);
+  EXPECT_TRUE(p.rungs[0].step[0].parallel);
+  EXPECT_FALSE(p.rungs[0].step[1].parallel);
+  EXPECT_FALSE(p.rungs[0].step[2].parallel); // too little work per token
+  EXPECT_TRUE(p.rungs[0].step[3].parallel);
   KernelProgram single = program({{Kind::EachToken, {perToken("kron_mlp_flat", {e, e + 4096})}}});
-  single.facts.batch = 1; // one token a step: nothing to share out
+  single.rungs[0].facts.batch = 1; // one token a step: nothing to share out
   planParallelStages(single);
-  EXPECT_FALSE(single.step[0].parallel);
+  EXPECT_FALSE(single.rungs[0].step[0].parallel);
 }
 
 } // namespace

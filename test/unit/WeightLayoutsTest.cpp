@@ -91,7 +91,7 @@ KernelCall cqCall(const std::string &kernel, int64_t packed, int64_t norms, int 
 /// A program of one stage of `calls` on weights 0, 1, 2, ...: byte i is i % 251.
 KernelProgram programOf(std::vector<KernelCall> calls, int64_t bytes) {
   KernelProgram program;
-  program.step.push_back({StepStage::Kind::EachToken, std::move(calls)});
+  program.rungs[0].step.push_back({StepStage::Kind::EachToken, std::move(calls)});
   program.weights.resize(static_cast<size_t>(bytes));
   for (size_t i = 0; i < program.weights.size(); ++i)
     program.weights[i] = static_cast<uint8_t>(i % 251);
@@ -117,7 +117,7 @@ TEST(WeightLayouts, RelayInPlaceOnceForCallsSharingAMatrix) {
   ASSERT_EQ(program.weights.size(), before.size()); // in place: nothing else reads them
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(program.weights[static_cast<size_t>(i)], before[static_cast<size_t>(63 - i)]);
-  for (const KernelCall &call : program.step[0].calls) {
+  for (const KernelCall &call : program.rungs[0].step[0].calls) {
     EXPECT_EQ(call.args[0].value, 0);
     EXPECT_EQ(call.args[1].value, 64);
   }
@@ -132,12 +132,12 @@ TEST(WeightLayouts, RelayCopiesAMatrixOthersRead) {
   relayCqWeights(program, [](const KernelCall &call) { return call.kernel == "cq_matvec"; }, reversed());
   ASSERT_EQ(program.weights.size(), 128u + 64u);
   EXPECT_TRUE(std::equal(before.begin(), before.end(), program.weights.begin()));
-  const KernelCall &matvec = program.step[0].calls[0];
+  const KernelCall &matvec = program.rungs[0].step[0].calls[0];
   EXPECT_EQ(matvec.args[0].value, 128);
   EXPECT_EQ(matvec.args[1].value, 64); // norms unchanged: the relayout keeps them
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(program.weights[static_cast<size_t>(128 + i)], before[static_cast<size_t>(63 - i)]);
-  EXPECT_EQ(program.step[0].calls[1].args[0].value, 0);
+  EXPECT_EQ(program.rungs[0].step[0].calls[1].args[0].value, 0);
 }
 
 TEST(WeightLayouts, CqX8LayoutTakesCq4MatvecsOnly) {
@@ -149,7 +149,7 @@ TEST(WeightLayouts, CqX8LayoutTakesCq4MatvecsOnly) {
       256);
   const std::vector<uint8_t> before = program.weights;
   useCqX8Layout(program, "cq_matmul_x8_exact");
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_matmul_x8_exact"); // one token: a batch of one, stride 0
   ASSERT_EQ(calls[0].args.size(), 10u);
   EXPECT_EQ(calls[0].args[8].kind, KernelArg::Kind::I64);
@@ -411,7 +411,7 @@ TEST(WeightLayouts, CqLut16LayoutAppendsWhatGrows) {
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 2048, 2, 16), cqCall("cq_matmul", 512, 2080, 4, 17)}, 2200);
   const std::vector<uint8_t> before = program.weights;
   useCqLut16Layout(program, {2, 4}, "cq_matmul_lut16_fast");
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_matmul_lut16_fast");
   ASSERT_EQ(calls[0].args.size(), 10u); // one token: stride 0, n 1
   EXPECT_EQ(calls[0].args[8].value, 0);
@@ -437,7 +437,7 @@ TEST(WeightLayouts, CqLut16LayoutTakesTheWidthsItIsGiven) {
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 1536, 2, 16), cqCall("cq_matvec", 512, 1568, 4, 16)}, 1600);
   const std::vector<uint8_t> before = program.weights;
   useCqLut16Layout(program, {2}, "cq_matmul_lut16_exact");
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_matmul_lut16_exact");
   EXPECT_EQ(calls[0].args.size(), 10u);
   EXPECT_EQ(calls[1].kernel, "cq_matvec");
@@ -466,7 +466,7 @@ TEST(WeightLayouts, FastModeLeavesNarrowCq4ToTheExactLayoutsThatFollow) {
   useCqLutChunkMajorLayout(program, "cq_matmul_chunkmajor_exact_avx512");
   useCqLutDwordLayout(program, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
   useCqX8Layout(program, "cq_matmul_x8_exact_avx512");
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_row");
   EXPECT_EQ(calls[1].kernel, "cq_matmul_dword_fast_avx512vnni");
   EXPECT_EQ(calls[2].kernel, "cq_matmul_dword_exact_avx512");
@@ -492,7 +492,7 @@ TEST(WeightLayouts, ExactModeOnAvx512TakesCq2ChunkMajorAndCq4InDwords) {
   const std::vector<uint8_t> before = program.weights;
   useCqLutChunkMajorLayout(program, "cq_matmul_chunkmajor_exact_avx512");
   useCqLutDwordLayout(program, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_matmul_chunkmajor_exact_avx512");
   EXPECT_EQ(calls[1].kernel, "cq_matmul_dword_exact_avx512");
   const std::vector<uint8_t> cq2 = tileCqLutChunkMajor(before.data(), 33, 1, 2);
@@ -510,7 +510,7 @@ TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
       programOf({cqCall("cq_matvec", 0, 8192, 4, 64), cqCall("cq_matvec", 4096, 8320, 4, 63)}, 8448);
   const std::vector<uint8_t> before = program.weights;
   useCqLutDwordLayout(program, {4}, "cq_matmul_dword_fast_avx512vnni", kFastCq4Rows);
-  const std::vector<KernelCall> &calls = program.step[0].calls;
+  const std::vector<KernelCall> &calls = program.rungs[0].step[0].calls;
   EXPECT_EQ(calls[0].kernel, "cq_matmul_dword_fast_avx512vnni");
   const std::vector<uint8_t> wide = tileCqLutDword(before.data(), 64, 1, 4);
   EXPECT_TRUE(std::equal(wide.begin(), wide.end(), program.weights.begin()));
@@ -519,8 +519,8 @@ TEST(WeightLayouts, CqLutLayoutsTakeTheRowsTheyAreGiven) {
 
   KernelProgram tiles = programOf({cqCall("cq_matvec", 0, 2048, 4, 32), cqCall("cq_matvec", 2112, 3200, 4, 17)}, 3264);
   useCqLutDwordLayout(tiles, {4}, "cq_matmul_dword_exact_avx512", kWholeCqLutTiles);
-  EXPECT_EQ(tiles.step[0].calls[0].kernel, "cq_matmul_dword_exact_avx512");
-  EXPECT_EQ(tiles.step[0].calls[1].kernel, "cq_matvec");
+  EXPECT_EQ(tiles.rungs[0].step[0].calls[0].kernel, "cq_matmul_dword_exact_avx512");
+  EXPECT_EQ(tiles.rungs[0].step[0].calls[1].kernel, "cq_matvec");
 }
 
 } // namespace

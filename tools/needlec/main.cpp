@@ -16,6 +16,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -112,6 +113,37 @@ std::vector<std::string> outputsOf(EmitKind emit, const std::string &out) {
   return {out};
 }
 
+/// --layers N, A..B or all: the deepest rung in options.prepare.layers (unset: all blocks), the
+/// shallowest in options.prepare.shallowest (unset: one rung).
+void setLayers(const CommandLine &cl, CompileOptions &options) {
+  const std::optional<std::string> text = cl.value("layers");
+  if (!text)
+    return;
+  const bool range = *text == "all" || text->find("..") != std::string::npos;
+  if (range && options.emit == EmitKind::Needle)
+    fail("--layers: a range of depths makes one object of every rung; --emit needle takes one depth");
+  if (*text == "all") {
+    options.prepare.shallowest = 2;
+    return;
+  }
+  auto depth = [&](std::string_view digits) {
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+      fail("--layers: \"{}\" is not a depth, a range A..B or all", *text);
+    return value;
+  };
+  const size_t dots = text->find("..");
+  if (dots == std::string::npos) {
+    options.prepare.layers = depth(*text);
+    return;
+  }
+  options.prepare.shallowest = depth(std::string_view(*text).substr(0, dots));
+  options.prepare.layers = depth(std::string_view(*text).substr(dots + 2));
+  if (*options.prepare.shallowest > *options.prepare.layers)
+    fail("--layers: the range {} starts past its end", *text);
+}
+
 /// Checks the code generation flags: their values, and that --emit takes them.
 void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
   if (auto kernels = cl.value("kernels"); kernels && *kernels != "native" && *kernels != "portable")
@@ -200,7 +232,9 @@ void writeOutputs(std::vector<OutputFile> files, const std::string &out) {
 int run(int argc, char **argv) {
   CommandLine cl(
       "needlec", "needlec MODEL [options] -o OUT",
-      {{"layers", "N", "ladder depth to compile (default: all blocks)"},
+      {{"layers", "N|A..B|all",
+        "ladder depth to compile (default: all blocks); a range A..B or all (2..blocks) compiles one object "
+        "holding every depth from A to B, each session picking its own (docs/c-interface.md)"},
        {"target", "T", "host (default), x86_64, aarch64, armv7, riscv64, wasm32, or an LLVM triple"},
        {"mcpu", "CPU", "the target CPU (default: the target's baseline; host: this machine's)"},
        {"mattr", "F", "target features to add or remove, LLVM's spelling: +avx2,+fma or +dotprod"},
@@ -284,7 +318,7 @@ int run(int argc, char **argv) {
     for (const fs::path &input : inputs)
       checkNotInput(written, input, "-o");
 
-  options.prepare.layers = cl.integer("layers");
+  setLayers(cl, options);
   if (auto lora = cl.value("lora"))
     options.prepare.lora = *lora;
   if (auto tokenizer = cl.value("tokenizer"))

@@ -119,6 +119,22 @@ module attributes {needle.max_seq_len = 16 : i64} {
 
 // -----
 
+// needle.token_log (a rung of an object of several depths, docs/c-interface.md "Every rung in
+// one object"): 16 positions of 4 bytes (64) right after the header, so the state starts at 128:
+// the local ring of 8 x 48 = 384 bytes at 128 (to 512). The output %o (64 bytes) at 512 ends at
+// 576; scratch: the kernel's scores (2 x 8 floats, 64 bytes) at 576, to 640.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: needle.arena = {align = 64 : i64, outputs_end = 576 : i64, size = 640 : i64, state_end = 512 : i64, token_log = 64 : i64}
+// CHECK: needle.attention {{.*}}needle.buffers = array<i64: 512>, needle.scratch = array<i64: 576, 64>, needle.state = array<i64: 128, 384>, window = 8
+module attributes {needle.max_seq_len = 16 : i64, needle.token_log} {
+  func.func @step(%tok: i32, %pos: i32, %q: tensor<8xf32>, %k: tensor<4xf32>, %v: tensor<8xf32>) -> tensor<16xf32> {
+    %o = needle.attention %q, %k, %v {heads = 2 : i64, kv_heads = 1 : i64, window = 8 : i64} : (tensor<8xf32>, tensor<4xf32>, tensor<8xf32>) -> tensor<16xf32>
+    return %o : tensor<16xf32>
+  }
+}
+
+// -----
+
 // needle.max_rollback = 3 (needlec --max-rollback 3, docs/c-interface.md "Taking tokens back"):
 // the local ring keeps 3 positions past its window, 11 x 48 = 528 bytes at 64 (to 640); the
 // global ring already holds max_seq_len, 768 bytes at 640; state ends at 1408. The output %s

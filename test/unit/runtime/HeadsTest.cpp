@@ -36,6 +36,14 @@ ref::HeadWeights headWeights(const std::string &tag, int64_t rows, int64_t probe
   return h;
 }
 
+/// Where each row's probes start, as head_pool_add takes them.
+std::vector<const float *> probeRows(const ref::HeadWeights &h) {
+  std::vector<const float *> rows;
+  for (int64_t r = 0; r < h.rows; ++r)
+    rows.push_back(h.probeVectors.data() + r * h.probes * h.dModel);
+  return rows;
+}
+
 /// The runtime's pooled vector for its state, as head_pool_finish gives it.
 Vec finish(const ref::HeadWeights &h, const Vec &state) {
   Vec scratch(needle_rt::head_finish_scratch_floats(h.rows, h.probes), 1e30f), pooled(h.queries * h.dModel);
@@ -75,8 +83,8 @@ TEST(RuntimeHeads, HeadPoolingConfidenceAndEmbedding) {
     if (!pad) {
       confPool.add(cells);
       embPool.add(cells);
-      needle_rt::head_pool_add(confState.data(), rows, probes, D, pointers.data(), conf.probeVectors.data());
-      needle_rt::head_pool_add(embState.data(), rows, probes, D, pointers.data(), emb.probeVectors.data());
+      needle_rt::head_pool_add(confState.data(), rows, probes, D, pointers.data(), probeRows(conf).data());
+      needle_rt::head_pool_add(embState.data(), rows, probes, D, pointers.data(), probeRows(emb).data());
     }
     check("t=" + std::to_string(t));
   }
@@ -94,7 +102,7 @@ TEST(RuntimeHeads, HeadPoolingExtremeScores) {
       cells.push_back(normals("extreme " + std::to_string(t) + " " + std::to_string(r), D, 300.0));
     const float *pointers[] = {cells[0].data(), cells[1].data(), cells[2].data()};
     pool.add(cells);
-    needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, emb.probeVectors.data());
+    needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, probeRows(emb).data());
     Vec embedding(outDim);
     needle_rt::head_embedding(finish(emb, state).data(), emb.proj.data(), outDim, queries * D, embedding.data());
     expectClose(embedding, ref::embeddingFrom(emb, pool.pooled()), 1e-5,
@@ -111,7 +119,7 @@ TEST(RuntimeHeads, HeadPoolingOnePosition) {
   std::vector<Vec> cells = {normals("pf0", D, 5.0), normals("pf1", D, 5.0)};
   const float *pointers[] = {cells[0].data(), cells[1].data()};
   pool.add(cells);
-  needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, conf.probeVectors.data());
+  needle_rt::head_pool_add(state.data(), rows, probes, D, pointers, probeRows(conf).data());
   const Vec pooled = finish(conf, state);
   expectClose(needle_rt::head_confidence(pooled.data(), conf.proj.data(), conf.bias[0], queries * D),
               ref::confidenceFrom(conf, pool.pooled()), 1e-5, "confidence after one position");

@@ -21,10 +21,11 @@ class Logits {
 public:
   explicit Logits(std::vector<float> logits) : arena_(kHeader + logits.size() * 4 + 64) {
     const int64_t vocab = static_cast<int64_t>(logits.size());
-    facts_ = {kHeader + vocab * 4, 64, kHeader + vocab * 4, 8, vocab, 0, kHeader, 1, 0.0f, 42, 0, 0, nullptr};
+    facts_ = {kHeader + vocab * 4, 64, kHeader + vocab * 4, 8, vocab, 0, kHeader, 1, 0.0f, 42, 0, 0, nullptr, 2, 0};
     session_ = needle_rt::session_open(facts_, aligned(), static_cast<size_t>(facts_.arena_size));
     std::memcpy(static_cast<unsigned char *>(session_) + kHeader, logits.data(), logits.size() * 4);
-    static_cast<needle_rt::SessionHeader *>(session_)->position = 1;
+    auto *header = static_cast<needle_rt::SessionHeader *>(session_);
+    header->position = header->high_water = 1;
     scratch_.resize(logits.size());
   }
 
