@@ -53,13 +53,10 @@ bool independent(const KernelCall &a, const KernelCall &b, const ModelFacts &fac
          !overlap(y.written, x.read, facts, tokens);
 }
 
-/// What a call reads of the weights, and how: its kernel and every argument but its arena
-/// offsets. The same call in several rungs (which plan their arenas apart) reads alike.
-std::string readerOf(const KernelCall &call) {
-  std::string reader = call.kernel;
-  for (const KernelArg &arg : call.args)
-    reader += arg.kind == KernelArg::Kind::Arena ? " a" : " " + std::to_string(arg.value);
-  return reader;
+/// How a call reads the weights it names: as a CQ product that planParallelStages cuts into
+/// panels (every rung cuts a matrix alike: its panels depend on its rows alone), or otherwise.
+std::string readerOf(const KernelCall &call, StepStage::Kind stage) {
+  return isCqMatvec(call) && stage != StepStage::Kind::EachToken ? "panels" : call.kernel;
 }
 
 /// The panels of the program's CQ products, cut so that re-laying one in place changes nothing
@@ -67,11 +64,19 @@ std::string readerOf(const KernelCall &call) {
 class PanelCutter {
 public:
   explicit PanelCutter(KernelProgram &program) : program_(program) {
-    forEachCall(program, [&](const KernelCall &call) {
+    auto add = [&](const KernelCall &call, StepStage::Kind stage) {
       for (const KernelArg &arg : call.args)
         if (arg.kind == KernelArg::Kind::Weight)
-          readers_[arg.value].insert(readerOf(call));
-    });
+          readers_[arg.value].insert(readerOf(call, stage));
+    };
+    for (const RungProgram &rung : program.rungs) {
+      for (const StepStage &stage : rung.step)
+        for (const KernelCall &call : stage.calls)
+          add(call, stage.kind);
+      for (const auto *head : {&rung.confidenceHead, &rung.embeddingHead})
+        for (const KernelCall &call : *head)
+          add(call, StepStage::Kind::EachToken);
+    }
   }
 
   /// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights
@@ -106,7 +111,7 @@ public:
 
 private:
   /// Weights [offset, offset + bytes), or a copy of them at the end of the program's weights
-  /// when another call reads them too.
+  /// when a call that does not read them as panels reads them too.
   int64_t copied(int64_t offset, int64_t bytes) {
     if (readers_[offset].size() < 2)
       return offset;
@@ -119,7 +124,7 @@ private:
   }
 
   KernelProgram &program_;
-  std::map<int64_t, std::set<std::string>> readers_; // of each weight offset
+  std::map<int64_t, std::set<std::string>> readers_; // how each weight offset is read (readerOf)
   std::map<int64_t, int64_t> copies_;                // by the original's offset
 };
 
