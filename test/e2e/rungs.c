@@ -57,8 +57,10 @@ static uint64_t digest(const FN(_session) * s) {
   const float *logits = FN(_logits)(s);
   float confidence = FN(_confidence)(s), *embedding = calloc(info->embedding_dim, sizeof(float));
   const size_t position = FN(_position)(s);
-  if (!logits || FN(_embedding)(s, embedding) != NEEDLE_OK)
+  if (!logits || !embedding || FN(_embedding)(s, embedding) != NEEDLE_OK) {
+    free(embedding);
     return 0;
+  }
   const unsigned char *parts[] = {(const unsigned char *)logits, (const unsigned char *)&confidence,
                                   (const unsigned char *)embedding, (const unsigned char *)&position};
   const size_t sizes[] = {info->vocab_size * sizeof(float), sizeof confidence, info->embedding_dim * sizeof(float),
