@@ -8,11 +8,9 @@
 # feed, relative to one token's step. Needs a build (scripts/build.sh). Timing only: not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin
+source scripts/bench-needle3.sh
 work=build/bench-draft
 mkdir -p "$work"
-model=build/bench-backends/needle3.needle
-[ -f "$model" ] || { mkdir -p "$(dirname "$model")" && "$bin/needle-synth" --preset needle3 --seed 1 --quantized -o "$model"; }
 : >"$work/runs.txt"
 for depth in 20 2; do
   for mode in exact fast; do

@@ -10,11 +10,9 @@
 #   scripts/bench-rungs.sh [DEPTHS...]      default 2 4 8 14 20
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/bin
+source scripts/bench-needle3.sh
 work=build/bench-rungs
 mkdir -p "$work"
-model=build/bench-backends/needle3.needle
-[ -f "$model" ] || { mkdir -p "$(dirname "$model")" && "$bin/needle-synth" --preset needle3 --seed 1 --quantized -o "$model"; }
 depths=("$@")
 [ ${#depths[@]} -gt 0 ] || depths=(2 4 8 14 20)
 
