@@ -123,6 +123,23 @@ struct CqLutChunkMajor {
   }
 };
 
+/// The layout of one panel of a CQ matrix in cq_row_panels' list, which gathers a row from the
+/// panels the matrix's products were cut into, each as its kernel lays it (docs/targets.md,
+/// "Weight layouts"): the tied embedding's token row read where the logits keep it, rather than
+/// from a second copy in the file's layout.
+enum CqPanelLayout : int64_t {
+  cq_panel_file,        // the file's (CqRowMajor)
+  cq_panel_x8,          // CqX8
+  cq_panel_lut16,       // CqLut16
+  cq_panel_lut_dword,   // CqLutDword
+  cq_panel_chunk_major, // CqLutChunkMajor
+  cq_panel_tiled,       // the Halide kernels' tiles of rows, each tile element-major (needlec's tileRows)
+};
+
+/// Each panel's fields in cq_row_panels' list: its rows, its CqPanelLayout, and its tile (the rows
+/// of a cq_panel_tiled tile; 0 otherwise).
+inline constexpr int64_t cq_panel_fields = 3;
+
 // ---------------------------------------------------------------------------------------------
 // State and scratch: what each kernel keeps across tokens, and what it needs per call
 // ---------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ std::string Printer::arg(const KernelArg &a) {
     std::string pointers;
     for (const KernelArg &pointer : a.pointers)
       pointers += arg(pointer) + ", ";
-    pointerLists_ += fmt::format("{}  const float *const {}[] = {{{}}};\n", indent_, name, pointers);
+    pointerLists_ += fmt::format("{}  const {} *const {}[] = {{{}}};\n", indent_, a.element, name, pointers);
     return name;
   }
   case Kind::HeadScratch:

@@ -22,7 +22,7 @@ struct KernelArg {
     Codebook,    // pointer: the f32 codebook of `value` bits
     Constant,    // pointer: the f32 constant array number `value`
     Int64List,   // pointer: a read-only int64_t array, `ints`
-    PointerList, // pointer: an array of the pointers `pointers` (Arena or Weight)
+    PointerList, // pointer: an array of the pointers `pointers` (Arena or Weight) to `element`s
     HeadScratch, // pointer: a head function's own scratch (on its stack) + offset bytes
     HeadOutput,  // pointer: a head function's `out`
     Null,        // pointer: null

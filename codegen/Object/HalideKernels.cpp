@@ -6,6 +6,7 @@
 #include "Quant/Cq.h"
 #include "Support/Error.h"
 #include "Support/RoundUp.h"
+#include "runtime/needle_contract.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Linker/Linker.h"
@@ -169,6 +170,7 @@ void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels) {
     return tileRows(norms, argValue(call, "rows"), roundUp(argValue(call, "cols"), cq::kGroup) / cq::kGroup, 2,
                     tileOf(call));
   };
+  tiled.panel = [&](const KernelCall &call) { return PanelLayout{needle_rt::cq_panel_tiled, tileOf(call)}; };
   relayCqWeights(program, [&](const KernelCall &call) { return halideKernelOf(kernels, call) != nullptr; }, tiled);
 }
 

@@ -2,6 +2,7 @@
 
 #include "codegen/Select/KernelRegistry.h"
 #include "codegen/Select/WeightLayouts.h"
+#include "runtime/needle_contract.h"
 
 #include <fmt/format.h>
 
@@ -23,6 +24,23 @@ std::string scalarOf(const KernelArg &arg) {
   }
 }
 
+/// The layouts of a cq_row_panels gather's panels, a run of one layout named once with its
+/// count: "CqLut16*7,CqX8" (Halide's tiles as "tiled" and their rows).
+std::string panelLayouts(const std::vector<int64_t> &panels) {
+  constexpr std::string_view names[] = {"file", "CqX8", "CqLut16", "CqLutDword", "CqLutChunkMajor", "tiled"};
+  std::vector<std::string> each;
+  for (size_t k = 0; k < panels.size(); k += needle_rt::cq_panel_fields)
+    each.push_back(fmt::format("{}{}", names[panels[k + 1]],
+                               panels[k + 1] == needle_rt::cq_panel_tiled ? std::to_string(panels[k + 2]) : ""));
+  std::string text;
+  for (size_t k = 0, run = 1; k < each.size(); k += run, run = 1) {
+    while (k + run < each.size() && each[k + run] == each[k])
+      ++run;
+    text += (text.empty() ? "" : ",") + each[k] + (run > 1 ? fmt::format("*{}", run) : "");
+  }
+  return text;
+}
+
 /// One call's line; `task` "K/N" for task K of a parallel stage of N, "token" for a loop whose
 /// tokens are tasks (docs/codegen.md, "Parallel stages").
 std::string lineOf(std::string_view where, const KernelCall &call, const HalideKernels &halide,
@@ -37,6 +55,8 @@ std::string lineOf(std::string_view where, const KernelCall &call, const HalideK
   for (size_t i = 0; i < call.args.size(); ++i)
     if (const std::string value = scalarOf(call.args[i]); !value.empty())
       line += fmt::format(" {}={}", info->parameters[i], value);
+  if (call.kernel == kGatherFromPanels)
+    line += " layouts=" + panelLayouts(argument(call, "panels").ints);
   return line + (task.empty() ? "" : " task=" + task) + "\n";
 }
 

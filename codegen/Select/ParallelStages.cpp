@@ -80,19 +80,21 @@ public:
   }
 
   /// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights
-  /// are re-laid as a matrix of their own later; a matrix some other call also reads (the tied
-  /// embedding, say) is cut from a copy, one for every rung, so that re-laying a panel in place
-  /// cannot change what the other call reads beyond the matrix's first bytes.
+  /// are re-laid as a matrix of their own later. A matrix that cq_row gathers rows from too (the
+  /// tied embedding) is cut in place, and the gathers read its rows from the panels (gatherRows);
+  /// one that any other call reads is cut from a copy, one for every rung, so that re-laying a
+  /// panel in place cannot change what the other call reads beyond the matrix's first bytes.
   std::vector<KernelCall> cut(const KernelCall &call) {
     const std::vector<int64_t> rows = panelRows(argValue(call, "rows"));
-    if (rows.size() == 1)
+    const bool gathered = readers_[argValue(call, "packed")] == std::set<std::string>{"panels", "cq_row"};
+    if (rows.size() == 1 && !gathered)
       return {call};
     const int64_t cols = argValue(call, "cols"), bits = argValue(call, "bits");
     const int64_t rowBytes = needle_rt::cq_row_bytes(cols, static_cast<int>(bits));
     const int64_t rowNorms = 2 * needle_rt::cq_groups(cols);
     const int64_t allRows = argValue(call, "rows");
-    const int64_t packed = copied(argValue(call, "packed"), allRows * rowBytes);
-    const int64_t norms = copied(argValue(call, "norms"), allRows * rowNorms);
+    const int64_t packed = gathered ? argValue(call, "packed") : copied(argValue(call, "packed"), allRows * rowBytes);
+    const int64_t norms = gathered ? argValue(call, "norms") : copied(argValue(call, "norms"), allRows * rowNorms);
     std::vector<KernelCall> panels;
     int64_t first = 0;
     for (int64_t count : rows) {
@@ -106,7 +108,35 @@ public:
       panels.push_back(std::move(panel));
       first += count;
     }
+    if (gathered)
+      gathered_.try_emplace(packed, panels);
     return panels;
+  }
+
+  /// Points each cq_row gather of a matrix cut in place at its panels (cq_row_panels), each in
+  /// the file's layout until a layout that re-lays it says otherwise (relayCqWeights).
+  void gatherRows() {
+    forEachCall(program_, [&](KernelCall &call) {
+      if (call.kernel != "cq_row")
+        return;
+      const auto it = gathered_.find(argValue(call, "packed"));
+      if (it == gathered_.end())
+        return;
+      KernelArg packed = KernelArg::of(KernelArg::Kind::PointerList), norms = packed;
+      packed.element = "uint8_t";
+      norms.element = "uint16_t";
+      KernelArg panels = KernelArg::of(KernelArg::Kind::Int64List);
+      for (const KernelCall &panel : it->second) {
+        packed.pointers.push_back(argument(panel, "packed"));
+        norms.pointers.push_back(argument(panel, "norms"));
+        panels.ints.insert(panels.ints.end(), {argValue(panel, "rows"), needle_rt::cq_panel_file, 0});
+      }
+      const auto count = static_cast<int64_t>(it->second.size());
+      call = {std::string(kGatherFromPanels),
+              {packed, norms, panels, KernelArg::i64(count), argument(call, "codebook"), argument(call, "bits"),
+               argument(call, "row"), argument(call, "cols"), argument(call, "out")},
+              call.comment};
+    });
   }
 
 private:
@@ -124,8 +154,9 @@ private:
   }
 
   KernelProgram &program_;
-  std::map<int64_t, std::set<std::string>> readers_; // how each weight offset is read (readerOf)
-  std::map<int64_t, int64_t> copies_;                // by the original's offset
+  std::map<int64_t, std::set<std::string>> readers_;    // how each weight offset is read (readerOf)
+  std::map<int64_t, int64_t> copies_;                   // by the original's offset
+  std::map<int64_t, std::vector<KernelCall>> gathered_; // the panels of each matrix cq_row reads, by its offset
 };
 
 /// Whether `arg` names no buffer of the arena but per-token scratch, pointer lists included.
@@ -207,6 +238,7 @@ void planParallelStages(KernelProgram &program) {
   PanelCutter cutter(program);
   for (RungProgram &rung : program.rungs)
     planParallelStages(rung, cutter);
+  cutter.gatherRows();
 }
 
 } // namespace needle

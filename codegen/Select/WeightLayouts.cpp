@@ -154,10 +154,33 @@ std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t
 
 bool isCqMatvec(const KernelCall &call) { return call.kernel == "cq_matvec" || call.kernel == "cq_matmul"; }
 
+namespace {
+
+/// Points panel k of a cq_row_panels gather at its relaid bytes and their layout, for each panel
+/// `relaid` re-laid (by the file layout's offset).
+void repointGather(KernelCall &gather, const std::map<int64_t, int64_t> &relaidOffset,
+                   const std::map<int64_t, PanelLayout> &relaid) {
+  KernelArg &packed = argument(gather, "packed"), &norms = argument(gather, "norms");
+  std::vector<int64_t> &panels = argument(gather, "panels").ints;
+  for (size_t k = 0; k < packed.pointers.size(); ++k) {
+    const auto it = relaid.find(packed.pointers[k].value);
+    if (it == relaid.end())
+      continue;
+    packed.pointers[k].value = relaidOffset.at(packed.pointers[k].value);
+    norms.pointers[k].value = relaidOffset.at(norms.pointers[k].value);
+    panels[needle_rt::cq_panel_fields * k + 1] = it->second.layout;
+    panels[needle_rt::cq_panel_fields * k + 2] = it->second.tile;
+  }
+}
+
+} // namespace
+
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout) {
   std::set<int64_t> readElsewhere;
   forEachCall(program, [&](const KernelCall &call) {
+    if (call.kernel == kGatherFromPanels)
+      return; // follows its panels (repointGather)
     const bool relaid = isCqMatvec(call) && chosen(call);
     for (size_t i = relaid ? 2 : 0; i < call.args.size(); ++i)
       if (call.args[i].kind == KernelArg::Kind::Weight)
@@ -165,6 +188,7 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
   });
   std::vector<uint8_t> &blob = program.weights;
   std::map<int64_t, int64_t> relaidOffset; // by the file layout's offset
+  std::map<int64_t, PanelLayout> relaid;   // each re-laid matrix's layout, by its packed offset in the file layout
   // In place when nothing else reads the file's bytes and the new ones take the same room (a
   // layout that pads, CqLut16's last tile, takes more).
   auto place = [&](int64_t offset, const std::vector<uint8_t> &bytes, int64_t fileBytes) {
@@ -179,8 +203,6 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
     return it->second;
   };
   auto relay = [&](KernelArg &arg, const KernelCall &call, const auto &layout, int64_t fileBytes) {
-    if (!layout)
-      return;
     if (relaidOffset.count(arg.value))
       arg.value = relaidOffset.at(arg.value);
     else
@@ -190,8 +212,13 @@ void relayCqWeights(KernelProgram &program, const std::function<bool(const Kerne
     if (!isCqMatvec(call) || !chosen(call))
       return;
     const int64_t groupsOfRows = argValue(call, "rows") * cqGroups(call);
+    relaid.try_emplace(argValue(call, "packed"), relayout.panel(call));
     relay(argument(call, "packed"), call, relayout.packed, groupsOfRows * 16 * argValue(call, "bits"));
     relay(argument(call, "norms"), call, relayout.norms, groupsOfRows * 2);
+  });
+  forEachCall(program, [&](KernelCall &call) {
+    if (call.kernel == kGatherFromPanels)
+      repointGather(call, relaidOffset, relaid);
   });
 }
 
@@ -205,7 +232,7 @@ using NormsLayout = std::vector<uint8_t> (*)(const uint8_t *norms, int64_t rows,
 /// token's (cq_matvec) as a batch of one (stride 0, n 1), so each layout needs one kernel entry
 /// point per target.
 void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLayout packed, NormsLayout norms,
-                 const std::string &matmul, CqRows rows = {}) {
+                 needle_rt::CqPanelLayout panel, const std::string &matmul, CqRows rows = {}) {
   auto fits = [bits, rows](const KernelCall &call) {
     return std::find(bits.begin(), bits.end(), argValue(call, "bits")) != bits.end() &&
            argValue(call, "rows") % rows.multiple == 0 && argValue(call, "rows") >= rows.atLeast;
@@ -217,6 +244,7 @@ void useCqLayout(KernelProgram &program, const std::vector<int> &bits, PackedLay
   layout.norms = [norms](const KernelCall &call, const uint8_t *bytes) {
     return norms(bytes, argValue(call, "rows"), cqGroups(call));
   };
+  layout.panel = [panel](const KernelCall &) { return PanelLayout{panel}; };
   relayCqWeights(program, fits, layout);
   forEachCall(program, [&](KernelCall &call) {
     if (!isCqMatvec(call) || !fits(call))
@@ -235,19 +263,19 @@ void useCqX8Layout(KernelProgram &program, const std::string &matmul) {
   auto cq4 = [](const uint8_t *packed, int64_t rows, int64_t groups, int) {
     return interleaveCqX8(packed, rows, groups);
   };
-  useCqLayout(program, {4}, cq4, blockCqX8Norms, matmul);
+  useCqLayout(program, {4}, cq4, blockCqX8Norms, needle_rt::cq_panel_x8, matmul);
 }
 
 void useCqLut16Layout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul, CqRows rows) {
-  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, matmul, rows);
+  useCqLayout(program, bits, tileCqLut16, blockCqLut16Norms, needle_rt::cq_panel_lut16, matmul, rows);
 }
 
 void useCqLutDwordLayout(KernelProgram &program, const std::vector<int> &bits, const std::string &matmul, CqRows rows) {
-  useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, matmul, rows);
+  useCqLayout(program, bits, tileCqLutDword, blockCqLut16Norms, needle_rt::cq_panel_lut_dword, matmul, rows);
 }
 
 void useCqLutChunkMajorLayout(KernelProgram &program, const std::string &matmul) {
-  useCqLayout(program, {2}, tileCqLutChunkMajor, chunkMajorNorms, matmul);
+  useCqLayout(program, {2}, tileCqLutChunkMajor, chunkMajorNorms, needle_rt::cq_panel_chunk_major, matmul);
 }
 
 void useFastCqLayout(KernelProgram &program, CqLutLayoutUse use, const std::string &matmul) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 namespace needle {
@@ -66,17 +67,29 @@ std::vector<uint8_t> chunkMajorNorms(const uint8_t *norms, int64_t rows, int64_t
 /// arguments are (packed, norms, codebook, bits, rows, cols, x_rot, y).
 bool isCqMatvec(const KernelCall &call);
 
+/// The kernel that gathers a row of a CQ matrix from the panels its products were cut into,
+/// whatever each panel's layout (needle_rt::cq_row_panels; codegen/Select/ParallelStages.h).
+inline constexpr std::string_view kGatherFromPanels = "cq_row_panels";
+
+/// A panel's layout as cq_row_panels reads it: needle_rt::CqPanelLayout, and the tile of
+/// cq_panel_tiled.
+struct PanelLayout {
+  int64_t layout = 0, tile = 0;
+};
+
 /// How a kernel wants a CQ matrix's weights: new bytes for its packed indices and for its norms,
-/// from the call and the file's bytes (an empty function keeps those bytes as they are).
+/// from the call and the file's bytes, and how a row is then read from them.
 struct CqRelayout {
   std::function<std::vector<uint8_t>(const KernelCall &, const uint8_t *packed)> packed;
   std::function<std::vector<uint8_t>(const KernelCall &, const uint8_t *norms)> norms;
+  std::function<PanelLayout(const KernelCall &)> panel;
 };
 
 /// Re-lays the weights of the CQ matvec calls `chosen` picks and points the calls at them. A
 /// matrix several chosen calls share is re-laid once; one that any other call (or argument) also
 /// reads keeps its bytes, and the chosen calls read a copy appended to the weights (as they do
-/// when the new bytes take more room than the file's).
+/// when the new bytes take more room than the file's). A cq_row_panels gather is no other reader:
+/// it is pointed at the panels it reads, wherever and however they are re-laid.
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout);
 

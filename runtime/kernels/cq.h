@@ -295,14 +295,27 @@ template <typename Layout> inline unsigned cqlut_code(const uint8_t *tile_group,
   return (tile_group[Layout::byte(r, u)] >> Layout::shift(u)) & 15u;
 }
 
-/// A CqLut16 matrix read row by row, as cq_matvec_in and cq_matmul_in read a layout (the exact
-/// mode's CQ2 in plain C++, cqlut_exact_matmul_portable). Row r's bytes are r % 16 bytes into
-/// each half of each chunk of its tile's group, so a row's group is that group seen from there.
-struct CqLut16Rows {
+/// Decodes one row's group of a CqLut16-family layout, whose unit u's code (4 bits: its 4/bits
+/// columns' indices, the first lowest) is code(u), into out[i·stride] = c[idx_i].
+template <typename Code>
+inline void cqlut_group_decode(int bits, Code code, const float *c, float *out, int64_t stride) {
+  const int per_unit = 4 / bits, mask = (1 << bits) - 1;
+  for (int u = 0; u < 32 * bits; ++u) {
+    const unsigned units = code(u);
+    for (int j = 0; j < per_unit; ++j)
+      out[(per_unit * u + j) * stride] = c[(units >> (bits * j)) & mask];
+  }
+}
+
+/// A CqLut16 or CqLutDword matrix read row by row, as cq_matvec_in and cq_matmul_in read a layout
+/// (the exact mode's CQ2 in plain C++, cqlut_exact_matmul_portable; a row gathered, cq_row_panels).
+/// Row r's bytes are Layout::byte(r % 16, 0) bytes into its tile's group, so a row's group is that
+/// group seen from there.
+template <typename Layout> struct CqLutRows {
   int bits; // 2 or 4
   const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
     const int64_t at = CqLut16::offset(CqLut16::tiles(rows), groups, r / CqLut16::tile, g);
-    return packed + CqLut16::tile_group_bytes(bits) * at + r % CqLut16::tile;
+    return packed + CqLut16::tile_group_bytes(bits) * at + Layout::byte(r % CqLut16::tile, 0);
   }
   int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const {
     return CqLut16::tile * CqLut16::offset(CqLut16::tiles(rows), groups, r / CqLut16::tile, g) + r % CqLut16::tile;
@@ -313,7 +326,7 @@ struct CqLut16Rows {
     const int per_unit = 4 / bits, mask = (1 << bits) - 1;
     float chain[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (int u = 0; u < 32 * bits; ++u) {
-      const unsigned code = cqlut_code<CqLut16>(p, 0, u);
+      const unsigned code = cqlut_code<Layout>(p, 0, u);
       float entry = 0.0f;
       for (int j = 0; j < per_unit; ++j)
         entry += c[(code >> (bits * j)) & mask] * x[per_unit * u + j];
@@ -322,10 +335,49 @@ struct CqLut16Rows {
     return ((chain[0] + chain[1]) + (chain[2] + chain[3])) + ((chain[4] + chain[5]) + (chain[6] + chain[7]));
   }
   void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
-    const int per_unit = 4 / bits, mask = (1 << bits) - 1;
-    for (int u = 0; u < 32 * bits; ++u)
-      for (int j = 0; j < per_unit; ++j)
-        out[(per_unit * u + j) * stride] = c[(cqlut_code<CqLut16>(p, 0, u) >> (bits * j)) & mask];
+    cqlut_group_decode(bits, [p](int u) { return cqlut_code<Layout>(p, 0, u); }, c, out, stride);
+  }
+};
+using CqLut16Rows = CqLutRows<CqLut16>;
+
+/// A CqLutChunkMajor matrix read a row at a time (cq_row_panels): CqLutDword's bytes of row r,
+/// the chunks of its tile's group `chunk_bytes` apart (its slab's tiles of 64 bytes).
+struct CqChunkMajorRows {
+  int bits; // 2 or 4
+  int64_t chunk_bytes;
+  static CqChunkMajorRows of_row(int bits, int64_t rows, int64_t r) {
+    return {bits, 64 * CqLutChunkMajor::slab_size(CqLut16::tiles(rows), r / CqLut16::tile)};
+  }
+  const uint8_t *group(const uint8_t *packed, int64_t rows, int64_t groups, int64_t r, int64_t g) const {
+    const int64_t chunk = CqLutChunkMajor::chunk(CqLut16::tiles(rows), groups, r / CqLut16::tile, g, 0, bits);
+    return packed + chunk + CqLutDword::byte(r % CqLut16::tile, 0);
+  }
+  int64_t norm(int64_t rows, int64_t groups, int64_t r, int64_t g) const {
+    return CqLutChunkMajor::norms(CqLut16::tiles(rows), groups, r / CqLut16::tile, g) + r % CqLut16::tile;
+  }
+  void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
+    const auto code = [&](int u) { return (p[chunk_bytes * (u / 8) + u % 4] >> CqLutDword::shift(u)) & 15u; };
+    cqlut_group_decode(bits, code, c, out, stride);
+  }
+};
+
+/// A matrix in the Halide kernels' tiles (cq_panel_tiled: `tile` rows a tile, each tile
+/// element-major, so byte j of row t·tile + l is at (t·row_bytes + j)·tile + l, and its norms
+/// alike) read a row at a time (cq_row_panels).
+struct CqTiledRows {
+  int bits;
+  int64_t tile;
+  const uint8_t *group(const uint8_t *packed, int64_t, int64_t groups, int64_t r, int64_t g) const {
+    return packed + (r / tile * groups + g) * 16 * bits * tile + r % tile;
+  }
+  int64_t norm(int64_t, int64_t groups, int64_t r, int64_t g) const {
+    return (r / tile * groups + g) * tile + r % tile;
+  }
+  void group_decode(const uint8_t *p, const float *c, float *out, int64_t stride) const {
+    uint8_t bytes[16 * 4]; // the group's bytes, a tile's rows apart
+    for (int k = 0; k < 16 * bits; ++k)
+      bytes[k] = p[k * tile];
+    cq_group_decode(bytes, bits, c, out, stride);
   }
 };
 
@@ -505,21 +557,57 @@ inline void cqlut_exact_matmul_portable(const uint8_t *packed, const uint16_t *n
   cq_matmul_in(CqLut16Rows{bits}, packed, norms, codebook, rows, cols, x_rot, y, stride, n);
 }
 
-/// needle.cq_gather: row `row` of a CQ matrix in the rotated domain, out[g·128 + i] =
-/// c[idx[row,g,i]] · n16[row,g], [cq_padded_cols(cols)] floats (hadamard() of it decodes the
-/// row). The same single product per value as cq::decodeRotatedRows, so bit-identical to it.
-inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t row,
-                   int64_t cols, float *out) {
+/// Row r of a CQ matrix of `rows` rows in the rotated domain, out[g·128 + i] = c[idx[r,g,i]] ·
+/// n16[r,g], [cq_padded_cols(cols)] floats (hadamard() of it decodes the row), read from any
+/// layout: the same single product per value as cq::decodeRotatedRows, so bit-identical to it.
+template <typename Layout>
+inline void cq_row_in(const Layout &layout, const uint8_t *packed, const uint16_t *norms, const float *codebook,
+                      int bits, int64_t rows, int64_t cols, int64_t r, float *out) {
   const int64_t groups = cq_groups(cols);
-  const uint8_t *p = packed + row * cq_row_bytes(cols, bits);
   for (int64_t g = 0; g < groups; ++g) {
-    // The group's codebook times its norm, then its bytes decoded a whole byte (or 3-byte run) at a
-    // time (an index at a time divided by 8 / bits, a run-time divisor, showed in a step's profile).
-    const float n16 = half_to_float(norms[row * groups + g]);
+    // The group's codebook times its norm, then its bytes decoded by the layout a whole byte (or
+    // 3-byte run) at a time where it can (an index at a time divided by 8 / bits, a run-time
+    // divisor, showed in a step's profile).
+    const float n16 = half_to_float(norms[layout.norm(rows, groups, r, g)]);
     float scaled[16];
     for (int c = 0; c < (1 << bits); ++c)
       scaled[c] = codebook[c] * n16;
-    cq_group_decode(p + g * 16 * bits, bits, scaled, out + g * cq_group, 1);
+    layout.group_decode(layout.group(packed, rows, groups, r, g), scaled, out + g * cq_group, 1);
+  }
+}
+
+/// needle.cq_gather on the file's layout (cq_row_in; the file's rows need no count).
+inline void cq_row(const uint8_t *packed, const uint16_t *norms, const float *codebook, int bits, int64_t row,
+                   int64_t cols, float *out) {
+  cq_row_in(CqRowMajor{bits}, packed, norms, codebook, bits, row + 1, cols, row, out);
+}
+
+/// needle.cq_gather on a matrix whose products needlec cut into `count` panels of rows, each laid
+/// out as its kernel reads it: panel k holds panels[3k] rows in layout panels[3k + 1]
+/// (CqPanelLayout; tiles of panels[3k + 2] rows) at packed[k] and norms[k]. The same floats as
+/// cq_row on the file's layout.
+inline void cq_row_panels(const uint8_t *const *packed, const uint16_t *const *norms, const int64_t *panels,
+                          int64_t count, const float *codebook, int bits, int64_t row, int64_t cols, float *out) {
+  int64_t k = 0;
+  for (; k + 1 < count && row >= panels[cq_panel_fields * k]; ++k)
+    row -= panels[cq_panel_fields * k];
+  const int64_t *panel = panels + cq_panel_fields * k;
+  const auto read = [&](const auto &layout) {
+    cq_row_in(layout, packed[k], norms[k], codebook, bits, panel[0], cols, row, out);
+  };
+  switch (panel[1]) {
+  case cq_panel_x8:
+    return read(CqX8Rows{});
+  case cq_panel_lut16:
+    return read(CqLutRows<CqLut16>{bits});
+  case cq_panel_lut_dword:
+    return read(CqLutRows<CqLutDword>{bits});
+  case cq_panel_chunk_major:
+    return read(CqChunkMajorRows::of_row(bits, panel[0], row));
+  case cq_panel_tiled:
+    return read(CqTiledRows{bits, panel[2]});
+  default:
+    return read(CqRowMajor{bits});
   }
 }
 

@@ -1,9 +1,10 @@
 // Parallel stages (codegen/Select/ParallelStages.h): how a CQ product is cut into panels of rows,
-// which products share a stage, and that a matrix another call reads is cut from a copy, on
-// programs written by hand.
+// which products share a stage, that a matrix another call reads is cut from a copy and that a
+// gathered one is gathered from its panels, on programs written by hand.
 #include "codegen/Select/ParallelStages.h"
 
 #include "codegen/Select/KernelRegistry.h"
+#include "runtime/needle_contract.h"
 
 #include <gtest/gtest.h>
 
@@ -116,15 +117,48 @@ TEST(ParallelStages, TheLastTokensOtherCallsStayInOrderAroundTheProduct) {
     EXPECT_EQ(stage.kind, Kind::LastToken);
 }
 
-TEST(ParallelStages, AMatrixAnotherCallReadsIsCutFromACopy) {
-  // The tied embedding: a row gather reads the matrix the logits multiply by.
-  KernelCall gather{"cq_row",
-                    {KernelArg::weight(0, "uint8_t"), KernelArg::weight(65536, "uint16_t"),
-                     KernelArg::of(KernelArg::Kind::Codebook, 2), KernelArg::i32(2), KernelArg::i64(3),
-                     KernelArg::i64(256), KernelArg::arena(kOutputsEnd)},
-                    {}};
+TEST(ParallelStages, AGatheredMatrixIsCutInPlaceAndItsRowsGatheredFromThePanels) {
+  // The tied embedding: a row gather reads the matrix the logits multiply by. The panels take the
+  // matrix's own bytes, and the gather reads its rows from them (each in the file's layout until a
+  // layout re-lays it).
+  const KernelCall gather{"cq_row",
+                          {KernelArg::weight(0, "uint8_t"), KernelArg::weight(65536, "uint16_t"),
+                           KernelArg::of(KernelArg::Kind::Codebook, 2), KernelArg::i32(2),
+                           KernelArg::of(KernelArg::Kind::Token), KernelArg::i64(256), KernelArg::arena(kOutputsEnd)},
+                          {}};
   KernelProgram p =
       program({{Kind::EachToken, {gather}}, {Kind::LastToken, {product(768, 256, kOutputsEnd, 0, 0, 65536)}}});
+  const size_t weights = p.weights.size();
+  planParallelStages(p);
+  EXPECT_EQ(p.weights.size(), weights); // no copy
+  ASSERT_EQ(p.rungs[0].step.size(), 2u);
+  const KernelCall &rows = p.rungs[0].step[0].calls.at(0);
+  ASSERT_EQ(rows.kernel, "cq_row_panels");
+  const std::vector<KernelCall> &panels = p.rungs[0].step[1].calls;
+  ASSERT_EQ(panels.size(), 3u);
+  ASSERT_EQ(argument(rows, "packed").pointers.size(), 3u);
+  ASSERT_EQ(argument(rows, "norms").pointers.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(argValue(panels[k], "packed"), static_cast<int64_t>(k) * 256 * 64);
+    EXPECT_EQ(argValue(panels[k], "norms"), 65536 + static_cast<int64_t>(k) * 256 * 4);
+    EXPECT_EQ(argument(rows, "packed").pointers[k].value, argValue(panels[k], "packed"));
+    EXPECT_EQ(argument(rows, "norms").pointers[k].value, argValue(panels[k], "norms"));
+  }
+  const std::vector<int64_t> layouts = {256, needle_rt::cq_panel_file, 0, 256, needle_rt::cq_panel_file, 0,
+                                        256, needle_rt::cq_panel_file, 0};
+  EXPECT_EQ(argument(rows, "panels").ints, layouts);
+  EXPECT_EQ(argValue(rows, "count"), 3);
+  EXPECT_EQ(argValue(rows, "cols"), 256);
+  EXPECT_EQ(argument(rows, "row").kind, KernelArg::Kind::Token);
+  EXPECT_EQ(argValue(rows, "out"), kOutputsEnd);
+}
+
+TEST(ParallelStages, AMatrixAnotherCallReadsIsCutFromACopy) {
+  // A call that reads the matrix's bytes otherwise (here as floats) keeps the original.
+  const KernelCall floats{
+      "gather_row", {KernelArg::weight(0), KernelArg::i64(64), KernelArg::i64(3), KernelArg::arena(kOutputsEnd)}, {}};
+  KernelProgram p =
+      program({{Kind::EachToken, {floats}}, {Kind::LastToken, {product(768, 256, kOutputsEnd, 0, 0, 65536)}}});
   const std::vector<uint8_t> before = p.weights;
   planParallelStages(p);
   ASSERT_EQ(p.rungs[0].step.size(), 2u);
@@ -134,7 +168,7 @@ TEST(ParallelStages, AMatrixAnotherCallReadsIsCutFromACopy) {
   EXPECT_EQ(packed % kWeightAlign, 0);
   EXPECT_TRUE(std::equal(before.begin(), before.begin() + 768 * 64, p.weights.begin() + packed));
   EXPECT_TRUE(std::equal(before.begin() + 65536, before.begin() + 65536 + 768 * 4, p.weights.begin() + norms));
-  EXPECT_EQ(argValue(p.rungs[0].step[0].calls[0], "packed"), 0); // the gather reads the original
+  EXPECT_EQ(p.rungs[0].step[0].calls[0].args[0].value, 0); // the other call reads the original
 }
 
 KernelCall perToken(std::string kernel, std::vector<int64_t> arena) {

@@ -7,7 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
 #include <numeric>
+#include <random>
+#include <tuple>
 
 namespace needle {
 namespace {
@@ -98,7 +103,7 @@ KernelProgram programOf(std::vector<KernelCall> calls, int64_t bytes) {
   return program;
 }
 
-/// A relayout that reverses the packed bytes of a call's matrix and keeps its norms.
+/// A relayout that reverses the packed bytes of a call's matrix and keeps its norms as they are.
 CqRelayout reversed() {
   CqRelayout relayout;
   relayout.packed = [](const KernelCall &call, const uint8_t *packed) {
@@ -106,6 +111,10 @@ CqRelayout reversed() {
     std::reverse(out.begin(), out.end());
     return out;
   };
+  relayout.norms = [](const KernelCall &call, const uint8_t *norms) {
+    return std::vector<uint8_t>(norms, norms + 2 * call.args[4].value);
+  };
+  relayout.panel = [](const KernelCall &) { return PanelLayout{needle_rt::cq_panel_lut16}; };
   return relayout;
 }
 
@@ -130,14 +139,148 @@ TEST(WeightLayouts, RelayCopiesAMatrixOthersRead) {
   KernelProgram program = programOf({cqCall("cq_matvec", 0, 64, 2, 2), row}, 100);
   const std::vector<uint8_t> before = program.weights;
   relayCqWeights(program, [](const KernelCall &call) { return call.kernel == "cq_matvec"; }, reversed());
-  ASSERT_EQ(program.weights.size(), 128u + 64u);
+  ASSERT_EQ(program.weights.size(), 128u + 64u + 4u);
   EXPECT_TRUE(std::equal(before.begin(), before.end(), program.weights.begin()));
   const KernelCall &matvec = program.rungs[0].step[0].calls[0];
   EXPECT_EQ(matvec.args[0].value, 128);
-  EXPECT_EQ(matvec.args[1].value, 64); // norms unchanged: the relayout keeps them
+  EXPECT_EQ(matvec.args[1].value, 192); // the norms, as they were, copied too
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(program.weights[static_cast<size_t>(128 + i)], before[static_cast<size_t>(63 - i)]);
   EXPECT_EQ(program.rungs[0].step[0].calls[1].args[0].value, 0);
+}
+
+TEST(WeightLayouts, RelayPointsAGatherAtThePanelsItReads) {
+  // A matrix of two 2-row CQ2 panels (packed at 0 and 64, norms at 128 and 136), read by two
+  // matvecs and by a cq_row_panels gather: both panels are re-laid in place, and the gather
+  // follows them (their layout; the same offsets).
+  KernelArg packed = KernelArg::of(KernelArg::Kind::PointerList), norms = packed;
+  packed.pointers = {KernelArg::weight(0, "uint8_t"), KernelArg::weight(64, "uint8_t")};
+  norms.pointers = {KernelArg::weight(128, "uint16_t"), KernelArg::weight(136, "uint16_t")};
+  KernelArg panels = KernelArg::of(KernelArg::Kind::Int64List);
+  panels.ints = {2, needle_rt::cq_panel_file, 0, 2, needle_rt::cq_panel_file, 0};
+  const KernelCall gather{std::string(kGatherFromPanels),
+                          {packed, norms, panels, KernelArg::i64(2), KernelArg::of(KernelArg::Kind::Codebook, 2),
+                           KernelArg::i32(2), KernelArg::of(KernelArg::Kind::Token), KernelArg::i64(128),
+                           KernelArg::arena(0)},
+                          ""};
+  KernelProgram program =
+      programOf({cqCall("cq_matvec", 0, 128, 2, 2), cqCall("cq_matvec", 64, 136, 2, 2), gather}, 144);
+  const std::vector<uint8_t> before = program.weights;
+  relayCqWeights(program, [](const KernelCall &call) { return call.kernel == "cq_matvec"; }, reversed());
+  ASSERT_EQ(program.weights.size(), before.size()); // no copy for the gather
+  EXPECT_EQ(program.weights[0], before[63]);
+  EXPECT_EQ(program.weights[64], before[127]);
+  const KernelCall &moved = program.rungs[0].step[0].calls[2];
+  EXPECT_EQ(moved.args[0].pointers[0].value, 0);
+  EXPECT_EQ(moved.args[0].pointers[1].value, 64);
+  EXPECT_EQ(moved.args[1].pointers[1].value, 136);
+  const std::vector<int64_t> want = {2, needle_rt::cq_panel_lut16, 0, 2, needle_rt::cq_panel_lut16, 0};
+  EXPECT_EQ(moved.args[2].ints, want);
+}
+
+/// A CQ matrix of `rows` rows of `groups` groups at `bits`, in the file's layout: random indices
+/// and random finite fp16 norms.
+struct RandomCq {
+  int bits;
+  int64_t rows, groups;
+  std::vector<uint8_t> packed, norms;
+  std::vector<unsigned> indices; // [rows][groups·128]
+
+  RandomCq(int bits, int64_t rows, int64_t groups, unsigned seed) : bits(bits), rows(rows), groups(groups) {
+    std::mt19937 random(seed);
+    packed.assign(static_cast<size_t>(rows * groups * 16 * bits), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < 128 * groups; ++c) { // a little-endian bit stream (CQ3's runs of 8 in 3 bytes too)
+        indices.push_back(static_cast<unsigned>(random() % (1u << bits)));
+        for (int b = 0; b < bits; ++b) {
+          const int64_t bit = (r * 128 * groups + c) * bits + b;
+          packed[static_cast<size_t>(bit / 8)] |= static_cast<uint8_t>(((indices.back() >> b) & 1u) << (bit % 8));
+        }
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        const uint16_t half = static_cast<uint16_t>(0x3000 + random() % 0x1000); // 0.125 to 0.25
+        norms.push_back(static_cast<uint8_t>(half & 0xff));
+        norms.push_back(static_cast<uint8_t>(half >> 8));
+      }
+    }
+  }
+  /// Rows [first, first + count) in the file's layout: packed, then norms.
+  std::pair<std::vector<uint8_t>, std::vector<uint8_t>> panel(int64_t first, int64_t count) const {
+    const int64_t rowBytes = 16 * bits * groups;
+    return {{packed.begin() + first * rowBytes, packed.begin() + (first + count) * rowBytes},
+            {norms.begin() + 2 * first * groups, norms.begin() + 2 * (first + count) * groups}};
+  }
+};
+
+TEST(WeightLayouts, CqRowPanelsReadsEveryRowOfEveryLayout) {
+  // 24 rows of 5 groups cut into panels of 20 and 4 rows (CqLut16's second tile padded; 2 tiles of
+  // a chunk-major slab; Halide tiles of 4), each panel re-laid alike: every row comes back as
+  // c[idx]·n16 from the panels, exactly.
+  const float codebook[16] = {-1.5f, -0.75f, -0.25f, 0.125f, 0.3f,  0.6f, 0.9f,  1.2f,
+                              -2.0f, 2.5f,   -3.0f,  3.5f,   -4.0f, 4.5f, -5.0f, 5.5f};
+  using Relay = std::function<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>(
+      const std::vector<uint8_t> &, const std::vector<uint8_t> &, int64_t rows, int64_t groups, int bits)>;
+  const std::vector<std::tuple<needle_rt::CqPanelLayout, std::vector<int>, Relay>> layouts = {
+      {needle_rt::cq_panel_file, {2, 3, 4}, [](auto &p, auto &n, int64_t, int64_t, int) { return std::pair{p, n}; }},
+      {needle_rt::cq_panel_x8,
+       {4},
+       [](auto &p, auto &n, int64_t rows, int64_t groups, int) {
+         return std::pair{interleaveCqX8(p.data(), rows, groups), blockCqX8Norms(n.data(), rows, groups)};
+       }},
+      {needle_rt::cq_panel_lut16,
+       {2, 4},
+       [](auto &p, auto &n, int64_t rows, int64_t groups, int bits) {
+         return std::pair{tileCqLut16(p.data(), rows, groups, bits), blockCqLut16Norms(n.data(), rows, groups)};
+       }},
+      {needle_rt::cq_panel_lut_dword,
+       {2, 4},
+       [](auto &p, auto &n, int64_t rows, int64_t groups, int bits) {
+         return std::pair{tileCqLutDword(p.data(), rows, groups, bits), blockCqLut16Norms(n.data(), rows, groups)};
+       }},
+      {needle_rt::cq_panel_chunk_major,
+       {2, 4},
+       [](auto &p, auto &n, int64_t rows, int64_t groups, int bits) {
+         return std::pair{tileCqLutChunkMajor(p.data(), rows, groups, bits), chunkMajorNorms(n.data(), rows, groups)};
+       }},
+      {needle_rt::cq_panel_tiled,
+       {2, 3, 4},
+       [](auto &p, auto &n, int64_t rows, int64_t groups, int bits) {
+         return std::pair{tileRows(p.data(), rows, 16 * bits * groups, 1, 4), tileRows(n.data(), rows, groups, 2, 4)};
+       }},
+  };
+  const int64_t groups = 5, cols = 128 * groups - 3, panelRows[] = {20, 4};
+  for (const auto &[layout, widths, relay] : layouts)
+    for (int bits : widths) {
+      const RandomCq matrix(bits, 24, groups, static_cast<unsigned>(7 * layout + bits));
+      std::vector<std::vector<uint8_t>> packed, norms;
+      std::vector<int64_t> panels;
+      for (int64_t first = 0, k = 0; k < 2; first += panelRows[k++]) {
+        const auto [filePacked, fileNorms] = matrix.panel(first, panelRows[k]);
+        auto [p, n] = relay(filePacked, fileNorms, panelRows[k], groups, bits);
+        packed.push_back(std::move(p));
+        norms.push_back(std::move(n));
+        panels.insert(panels.end(), {panelRows[k], layout, layout == needle_rt::cq_panel_tiled ? 4 : 0});
+      }
+      const uint8_t *packedOf[] = {packed[0].data(), packed[1].data()};
+      std::vector<std::vector<uint16_t>> normsOf;
+      for (const std::vector<uint8_t> &bytes : norms) {
+        normsOf.emplace_back(bytes.size() / 2);
+        std::memcpy(normsOf.back().data(), bytes.data(), bytes.size());
+      }
+      const uint16_t *normsAt[] = {normsOf[0].data(), normsOf[1].data()};
+      for (int64_t r = 0; r < matrix.rows; ++r) {
+        std::vector<float> got(128 * groups, NAN);
+        needle_rt::cq_row_panels(packedOf, normsAt, panels.data(), 2, codebook, bits, r, cols, got.data());
+        for (int64_t c = 0; c < 128 * groups; ++c) {
+          uint16_t half;
+          std::memcpy(&half, &matrix.norms[static_cast<size_t>(2 * (r * groups + c / 128))], 2);
+          const float want =
+              codebook[matrix.indices[static_cast<size_t>(r * 128 * groups + c)]] * needle_rt::half_to_float(half);
+          ASSERT_EQ(got[static_cast<size_t>(c)], want)
+              << "layout " << layout << " bits " << bits << " row " << r << " column " << c;
+        }
+      }
+    }
 }
 
 TEST(WeightLayouts, CqX8LayoutTakesCq4MatvecsOnly) {
