@@ -246,26 +246,48 @@ template <typename Model> int request_prompt(const CallTables &t, Model &m, cons
   return call_feed(m, t.suffix_ids, h.suffix_count);
 }
 
+/// The one token `bits` allows, or -1 when it allows several (or none).
+inline int32_t call_forced(const uint32_t *bits, uint32_t words) {
+  int32_t only = -1;
+  for (uint32_t w = 0; w < words; ++w)
+    if (const uint32_t word = bits[w]) {
+      if (only >= 0 || (word & (word - 1)))
+        return -1;
+      only = int32_t(w * 32 + uint32_t(__builtin_ctz(word)));
+    }
+  return only;
+}
+
 /// A request's second half: the value (a call, a record) decoded greedily under the automaton's
-/// masks, feeding each token but the last, written to out[0..cap).
+/// masks, feeding each token but the last, written to out[0..cap). A token the mask forces (it
+/// allows no other) needs no logits, so the tokens are fed only when a choice needs the logits
+/// after them: a run of forced tokens (a call's braces, keys and quotes) goes through the model
+/// as one batched feed.
 template <typename Model>
 int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_t *out_length) {
   const CallImage &h = *t.header;
   auto *bits = reinterpret_cast<uint32_t *>(m.scratch() + h.mask_offset);
   CallState state;
   call_begin(t, &state);
-  size_t written = 0;
+  int32_t unfed[64] = {}; // chosen, not yet fed
+  size_t pending = 0, written = 0;
   float probability = 1;
   int status = status_ok;
   while (!call_finished(t, &state)) {
     // Every token but the last is fed, so the value may take one token past the session's room.
-    if ((status = call_mask(t, &state, m.max_seq() - m.position() + 1, bits)) != status_ok)
+    if ((status = call_mask(t, &state, m.max_seq() - m.position() - pending + 1, bits)) != status_ok)
       return status;
-    const int32_t token = call_argmax(bits, h.words, m.logits());
+    int32_t token = call_forced(bits, h.words);
+    if (token < 0) {
+      if ((status = call_feed(m, unfed, pending)) != status_ok)
+        return status;
+      pending = 0;
+      token = call_argmax(bits, h.words, m.logits());
+      const float p = call_token_probability(bits, h.words, m.logits(), token);
+      probability = p < probability ? p : probability;
+    }
     if ((status = call_advance(t, &state, token)) != status_ok)
       return status;
-    const float p = call_token_probability(bits, h.words, m.logits(), token);
-    probability = p < probability ? p : probability;
     if (token != h.end_token) {
       const char *bytes = nullptr;
       size_t n = 0;
@@ -275,9 +297,15 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
         std::memcpy(out + written, bytes, n);
       written += n;
     }
-    if (!call_finished(t, &state) && (status = call_feed(m, &token, 1)) != status_ok)
-      return status;
+    if (pending == sizeof unfed / sizeof *unfed) {
+      if ((status = call_feed(m, unfed, pending)) != status_ok)
+        return status;
+      pending = 0;
+    }
+    unfed[pending++] = token;
   }
+  if ((status = call_feed(m, unfed, pending ? pending - 1 : 0)) != status_ok)
+    return status;
   *out_length = written;
   if (written > cap)
     return status_err_space;

@@ -288,6 +288,89 @@ TEST(CallsTest, TheEndTokenIsNeverPartOfACallsText) {
   EXPECT_EQ(needle_rt::call_finished(tables, &state), 1);
 }
 
+/// The logits after `history`: for each token, a hash of the history and its id in [0, 1), and the
+/// closing quote favoured more with every token (so a string ends).
+std::vector<float> logitsAfter(const std::vector<int32_t> &history, size_t vocab) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const int32_t token : history)
+    hash = (hash ^ uint32_t(token)) * 1099511628211ull;
+  std::vector<float> logits(vocab);
+  for (size_t id = 0; id < vocab; ++id)
+    logits[id] = float(((hash ^ id) * 0x9e3779b97f4a7c15ull) >> 40) / float(1 << 24);
+  logits['"'] += 0.02f * float(history.size());
+  return logits;
+}
+
+/// request_generate's model: logitsAfter what it was fed, which it keeps, feed by feed.
+struct HistoryModel {
+  const std::vector<std::optional<std::string>> &tokens;
+  std::vector<unsigned char> arena;
+  std::vector<int32_t> fed;
+  std::vector<size_t> feeds; // the tokens of each feed
+  std::vector<float> now;
+  float probability = -1;
+
+  unsigned char *scratch() { return arena.data(); }
+  size_t max_seq() const { return 1000; }
+  size_t position() const { return fed.size(); }
+  const float *logits() {
+    now = logitsAfter(fed, tokens.size());
+    return now.data();
+  }
+  int feed(const int32_t *ids, size_t n) {
+    if (n > 0) {
+      fed.insert(fed.end(), ids, ids + n);
+      feeds.push_back(n);
+    }
+    return needle_rt::status_ok;
+  }
+  int token_bytes(int32_t id, const char **bytes, size_t *length) const {
+    *bytes = tokens[size_t(id)]->data();
+    *length = tokens[size_t(id)]->size();
+    return needle_rt::status_ok;
+  }
+  void keep_probability(float p) { probability = p; }
+};
+
+TEST(CallsTest, ACallFeedsTheTokensTheMaskForcesAsOneFeed) {
+  // The calls of one tool "f", one token per ASCII byte and an end token. The greedy call, worked
+  // out here feeding each token before the next choice, must be request_generate's; but the tokens
+  // the mask forces (one allowed) need no logits, so they reach the model together, fed only when
+  // a choice needs the logits after them: `{"name":"f","arguments":{"s":"` in one feed.
+  std::vector<std::optional<std::string>> tokens = asciiTokens();
+  const int32_t end = int32_t(tokens.size());
+  tokens.push_back("<end>");
+  const CompiledCalls compiled = buildCallAutomaton(stringCalls(), tokens, end, {}, "tools.json");
+  const needle_rt::CallTables tables = callTables(compiled.image);
+  std::vector<int32_t> history;
+  std::string want;
+  needle_rt::CallState state;
+  needle_rt::call_begin(tables, &state);
+  std::vector<uint32_t> bits(tables.header->words);
+  while (needle_rt::call_finished(tables, &state) == 0) {
+    ASSERT_EQ(needle_rt::call_mask(tables, &state, 1000 - history.size() + 1, bits.data()), needle_rt::status_ok);
+    const std::vector<float> logits = logitsAfter(history, tokens.size());
+    int32_t best = -1;
+    for (int32_t id = 0; id <= end; ++id)
+      if (((bits[size_t(id) / 32] >> (id % 32)) & 1) && (best < 0 || logits[size_t(id)] > logits[size_t(best)]))
+        best = id;
+    ASSERT_EQ(needle_rt::call_advance(tables, &state, best), needle_rt::status_ok);
+    want += best == end ? "" : *tokens[size_t(best)];
+    history.push_back(best);
+  }
+  HistoryModel model{tokens, std::vector<unsigned char>(tables.header->scratch_bytes), {}, {}, {}};
+  std::string out(want.size(), '?');
+  size_t length = 0;
+  ASSERT_EQ(needle_rt::request_generate(tables, model, out.data(), out.size(), &length), needle_rt::status_ok);
+  EXPECT_EQ(out.substr(0, length), want);
+  EXPECT_EQ(model.fed, std::vector<int32_t>(history.begin(), history.end() - 1)); // all but the last
+  ASSERT_FALSE(model.feeds.empty());
+  EXPECT_EQ(model.feeds.front(), std::string(R"({"name":"f","arguments":{"s":")").size());
+  EXPECT_EQ(model.feeds.back(), 3u); // the closing `"}}`: the end token, the last, is not fed
+  EXPECT_GT(model.probability, 0.0f);
+  EXPECT_LT(model.probability, 1.0f);
+}
+
 /// The automaton of the records of `schema` (--schema).
 ByteAutomaton recordsOf(const std::string &schema) {
   return buildByteAutomaton(recordLanguage(json::parse(schema, "schema.json"), "schema.json"), "schema.json");
