@@ -45,8 +45,8 @@ const HalideKernel *halideKernelOf(const HalideKernels &kernels, const KernelCal
 HalideKernels linkHalideKernels(llvm::Module &module, const KernelProgram &program, const HalideChoice &choice);
 
 /// Re-lays the weights of every CQ matvec a Halide kernel serves in its tiled layout: in place
-/// when nothing else reads them, else as a copy appended to the weights (the tied embedding,
-/// which cq_row also gathers rows from); the calls then point at the tiled weights.
+/// when nothing else reads them, else as a copy appended to the weights; the calls then point at
+/// the tiled weights, and a cq_row_panels gather at the tiles of the panels it reads.
 void tileHalideWeights(KernelProgram &program, const HalideKernels &kernels);
 
 /// Fails if a Halide kernel calls into Halide's runtime (they are built with no_runtime).

@@ -82,11 +82,13 @@ public:
   /// `call` (row-major, the file's layout) as one call per panel of rows. Each panel's weights
   /// are re-laid as a matrix of their own later. A matrix that cq_row gathers rows from too (the
   /// tied embedding) is cut in place, and the gathers read its rows from the panels (gatherRows);
-  /// one that any other call reads is cut from a copy, one for every rung, so that re-laying a
+  /// one that any other call reads is cut from a copy, which every rung shares, so that re-laying a
   /// panel in place cannot change what the other call reads beyond the matrix's first bytes.
   std::vector<KernelCall> cut(const KernelCall &call) {
     const std::vector<int64_t> rows = panelRows(argValue(call, "rows"));
-    const bool gathered = readers_[argValue(call, "packed")] == std::set<std::string>{"panels", "cq_row"};
+    const std::set<std::string> panelsAndRows = {"panels", "cq_row"};
+    const bool gathered =
+        readers_[argValue(call, "packed")] == panelsAndRows && readers_[argValue(call, "norms")] == panelsAndRows;
     if (rows.size() == 1 && !gathered)
       return {call};
     const int64_t cols = argValue(call, "cols"), bits = argValue(call, "bits");

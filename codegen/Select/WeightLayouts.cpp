@@ -178,9 +178,7 @@ void repointGather(KernelCall &gather, const std::map<int64_t, int64_t> &relaidO
 void relayCqWeights(KernelProgram &program, const std::function<bool(const KernelCall &)> &chosen,
                     const CqRelayout &relayout) {
   std::set<int64_t> readElsewhere;
-  forEachCall(program, [&](const KernelCall &call) {
-    if (call.kernel == kGatherFromPanels)
-      return; // follows its panels (repointGather)
+  forEachCall(program, [&](const KernelCall &call) { // a gather's panels are in pointer lists: repointGather
     const bool relaid = isCqMatvec(call) && chosen(call);
     for (size_t i = relaid ? 2 : 0; i < call.args.size(); ++i)
       if (call.args[i].kind == KernelArg::Kind::Weight)

@@ -269,7 +269,7 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
   auto *bits = reinterpret_cast<uint32_t *>(m.scratch() + h.mask_offset);
   CallState state;
   call_begin(t, &state);
-  int32_t unfed[64] = {}; // chosen, not yet fed
+  int32_t unfed[64] = {}; // chosen, not yet fed (on the stack: a feed refuses tokens in the arena)
   size_t pending = 0, written = 0;
   float probability = 1;
   int status = status_ok;
@@ -279,7 +279,7 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
       return status;
     int32_t token = call_forced(bits, h.words);
     if (token < 0) {
-      if ((status = call_feed(m, unfed, pending)) != status_ok)
+      if (pending > 0 && (status = m.feed(unfed, pending)) != status_ok)
         return status;
       pending = 0;
       token = call_argmax(bits, h.words, m.logits());
@@ -298,13 +298,13 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
       written += n;
     }
     if (pending == sizeof unfed / sizeof *unfed) {
-      if ((status = call_feed(m, unfed, pending)) != status_ok)
+      if ((status = m.feed(unfed, pending)) != status_ok)
         return status;
       pending = 0;
     }
     unfed[pending++] = token;
   }
-  if ((status = call_feed(m, unfed, pending ? pending - 1 : 0)) != status_ok)
+  if (pending > 1 && (status = m.feed(unfed, pending - 1)) != status_ok)
     return status;
   *out_length = written;
   if (written > cap)
