@@ -115,9 +115,16 @@ int needle_abi_decode_flush(void *d, char *out, size_t cap, size_t *length) {
 // The call functions, on the tool-call automaton's image.
 int needle_abi_call(void *s, const char *text, size_t length, float threshold, char *out, size_t cap,
                     size_t *out_length, float *confidence) {
-  const needle_rt::Rung r = rung(s);
-  return needle_rt::session_call(r.facts, r.step, r.confidence_head, needle_tokenizer, needle_calls, s, text, length,
-                                 threshold, out, cap, out_length, confidence);
+  return needle_rt::session_call(rung(s), needle_tokenizer, needle_calls, s, text, length, threshold, out, cap,
+                                 out_length, confidence);
+}
+int needle_abi_call_top_k(void *s, const char *text, size_t length, float threshold, uint32_t top_k, char *out,
+                          size_t cap, size_t *out_length, float *confidence) {
+  return needle_rt::session_call_top_k(rung(s), needle_tokenizer, needle_calls, s, text, length, threshold, top_k, out,
+                                       cap, out_length, confidence);
+}
+int needle_abi_call_rank(void *s, const char *text, size_t length, uint32_t *tools, size_t count) {
+  return needle_rt::session_call_rank(rung(s), needle_tokenizer, needle_calls, s, text, length, tools, count);
 }
 void needle_abi_call_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_calls), static_cast<needle_rt::CallState *>(state));
@@ -137,9 +144,7 @@ int needle_abi_call_finished(const void *state) {
 
 // The record functions, on the record automaton's image; and what both requests keep.
 int needle_abi_extract(void *s, const char *text, size_t length, char *out, size_t cap, size_t *out_length) {
-  const needle_rt::Rung r = rung(s);
-  return needle_rt::session_extract(r.facts, r.step, r.confidence_head, needle_tokenizer, needle_records, s, text,
-                                    length, out, cap, out_length);
+  return needle_rt::session_extract(rung(s), needle_tokenizer, needle_records, s, text, length, out, cap, out_length);
 }
 void needle_abi_extract_begin(void *state) {
   needle_rt::call_begin(needle_rt::call_tables(needle_records), static_cast<needle_rt::CallState *>(state));

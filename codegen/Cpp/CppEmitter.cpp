@@ -74,6 +74,7 @@ private:
   std::string interface() const;
   std::string textInterface() const;
   std::string callsInterface() const;
+  std::string routesInterface() const;  // NAME_call_top_k and NAME_call_rank (--route-tools)
   std::string recordsInterface() const; // NAME_extract, and NAME_call_probability for either
 
   const KernelProgram &program_;
@@ -256,10 +257,27 @@ int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len);
                      name, needle_rt::tok_decoder_bytes, encodeStackBytes(tokenizer));
 }
 
+/// The header's part for a model that routes among its tools (--route-tools).
+std::string routesHeader(const std::string &name, const needle_rt::CallImage &calls) {
+  if (calls.tools == 0)
+    return "";
+  return fmt::format(R"(
+/* Routing among many tools (docs/c-interface.md). */
+#define {0}_HAS_ROUTING 1
+#define {0}_TOOL_COUNT {1} /* the tools of --tools, in the file's order */
+int {0}_call_top_k({0}_session *s, const char *text, size_t len, float threshold, uint32_t top_k, char *out,
+                   size_t cap, size_t *out_len, float *confidence);
+int {0}_call_rank({0}_session *s, const char *text, size_t len, uint32_t *tools, size_t count);
+)",
+                     name, calls.tools);
+}
+
 /// The header's part for a model with tools: the tool-call automaton's functions.
 std::string callsHeader(const std::string &name, const std::vector<uint8_t> &calls) {
   if (calls.empty())
     return "";
+  needle_rt::CallImage header;
+  std::memcpy(&header, calls.data(), sizeof header);
   return fmt::format(R"(
 /* Calls: the compiled tool-call automaton (docs/c-interface.md). */
 #define {0}_HAS_CALLS 1
@@ -275,7 +293,8 @@ int {0}_call_mask(const {0}_call_state *state, size_t budget, uint32_t *bits);
 int {0}_call_advance({0}_call_state *state, int32_t token);
 int {0}_call_finished(const {0}_call_state *state);
 )",
-                     name);
+                     name) +
+         routesHeader(name, header);
 }
 
 /// The header's part for a model with a schema (--schema): the record automaton's functions.
@@ -589,10 +608,9 @@ extern "C" {{
 
 int {0}_call({0}_session *s, const char *text, size_t len, float threshold, char *out, size_t cap, size_t *out_len,
              float *confidence) {{
-  const needle_rt::Rung r = rung(s);
-  return needle_rt::session_call(r.facts, r.step, r.confidence_head, kTokenizer, kCalls, s, text, len, threshold, out,
-                                 cap, out_len, confidence);
+  return needle_rt::session_call(rung(s), kTokenizer, kCalls, s, text, len, threshold, out, cap, out_len, confidence);
 }}
+
 
 void {0}_call_begin({0}_call_state *state) {{
   needle_rt::call_begin(calls(), reinterpret_cast<needle_rt::CallState *>(state));
@@ -609,8 +627,24 @@ int {0}_call_advance({0}_call_state *state, int32_t token) {{
 int {0}_call_finished(const {0}_call_state *state) {{
   return needle_rt::call_finished(calls(), reinterpret_cast<const needle_rt::CallState *>(state));
 }}
-
+{1}
 }} // extern "C"
+)",
+                     name_, program_.routesTools ? routesInterface() : "");
+}
+
+/// NAME_call_top_k and NAME_call_rank, for a model that routes among its tools.
+std::string Printer::routesInterface() const {
+  return fmt::format(R"(
+int {0}_call_top_k({0}_session *s, const char *text, size_t len, float threshold, uint32_t top_k, char *out,
+                   size_t cap, size_t *out_len, float *confidence) {{
+  return needle_rt::session_call_top_k(rung(s), kTokenizer, kCalls, s, text, len, threshold, top_k, out, cap, out_len,
+                                       confidence);
+}}
+
+int {0}_call_rank({0}_session *s, const char *text, size_t len, uint32_t *tools, size_t count) {{
+  return needle_rt::session_call_rank(rung(s), kTokenizer, kCalls, s, text, len, tools, count);
+}}
 )",
                      name_);
 }
@@ -620,9 +654,7 @@ std::string Printer::recordsInterface() const {
   if (!program_.records.empty())
     functions += fmt::format(R"(
 int {0}_extract({0}_session *s, const char *text, size_t len, char *out, size_t cap, size_t *out_len) {{
-  const needle_rt::Rung r = rung(s);
-  return needle_rt::session_extract(r.facts, r.step, r.confidence_head, kTokenizer, kRecords, s, text, len, out, cap,
-                                    out_len);
+  return needle_rt::session_extract(rung(s), kTokenizer, kRecords, s, text, len, out, cap, out_len);
 }}
 
 void {0}_extract_begin({0}_call_state *state) {{

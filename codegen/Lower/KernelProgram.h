@@ -118,6 +118,7 @@ struct KernelProgram {
   std::vector<uint8_t> tokenizer;                               // the compiled tokenizer's image; empty without one
   std::vector<uint8_t> calls;                                   // the tool-call automaton's image; empty without tools
   std::vector<uint8_t> records; // the record automaton's image (--schema); empty without
+  bool routesTools = false;     // the calls' image holds the tools' embeddings (--route-tools)
 
   /// The deepest rung: what NAME_open opens and NAME_info describes.
   RungProgram &deepest() { return rungs.back(); }

@@ -55,6 +55,8 @@ constexpr const char *kTextFunctions[] = {"encode_scratch_size", "encode",      
                                           "decoder_init",        "decode_next", "decode_flush"};
 // A model with tools exports these too.
 constexpr const char *kCallFunctions[] = {"call", "call_begin", "call_mask", "call_advance", "call_finished"};
+// A model with tools and their embeddings (--route-tools) exports these too.
+constexpr const char *kRouteFunctions[] = {"call_top_k", "call_rank"};
 // A model with a schema (--schema) exports these too.
 constexpr const char *kRecordFunctions[] = {"extract", "extract_begin", "extract_mask", "extract_advance",
                                             "extract_finished"};
@@ -320,6 +322,8 @@ std::vector<std::string> interfaceFunctions(const KernelProgram &program) {
     add(kTextFunctions);
   if (!program.calls.empty())
     add(kCallFunctions);
+  if (program.routesTools)
+    add(kRouteFunctions);
   if (!program.records.empty())
     add(kRecordFunctions);
   if (!program.calls.empty() || !program.records.empty())
@@ -465,6 +469,8 @@ std::string emitObject(KernelProgram program, const TargetSpec &target, const Ob
   module->setSourceFileName(options.name);
   defineData(*module, program);
   // The calls and records first: NAME_call and NAME_extract read the tokenizer too, and go with them.
+  if (!program.routesTools) // before the image: these read it too
+    eraseFunctions(*module, kRouteFunctions);
   defineImage(*module, "needle_calls", program.calls, kCallFunctions);
   defineImage(*module, "needle_records", program.records, kRecordFunctions);
   if (program.calls.empty() && program.records.empty())

@@ -12,27 +12,33 @@ std::string replaceAll(std::string text, std::string_view from, std::string_view
   return text;
 }
 
-std::vector<int32_t> encode(const needle_rt::TokTables &tables, const std::string &text, const std::string &source) {
+std::vector<int32_t> encode(const needle_rt::TokTables &tables, const std::string &text, unsigned flags,
+                            const std::string &source) {
   const size_t scratchSize = needle_rt::tok_encode_scratch_size(tables, text.size());
   if (scratchSize == SIZE_MAX)
-    fail("{}: the prompt is too long to encode", source);
+    fail("{}: the text is too long to encode", source);
   std::vector<unsigned char> scratch(scratchSize);
   std::vector<int32_t> ids(text.size() + 8);
   size_t count = 0;
-  int status = needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
-                                     scratch.size(), ids.data(), ids.size(), &count);
+  int status = needle_rt::tok_encode(tables, text.data(), text.size(), flags, scratch.data(), scratch.size(),
+                                     ids.data(), ids.size(), &count);
   if (status == needle_rt::status_err_space) {
     ids.resize(count);
-    status = needle_rt::tok_encode(tables, text.data(), text.size(), needle_rt::TOK_ENCODE_SPECIAL, scratch.data(),
-                                   scratch.size(), ids.data(), ids.size(), &count);
+    status = needle_rt::tok_encode(tables, text.data(), text.size(), flags, scratch.data(), scratch.size(), ids.data(),
+                                   ids.size(), &count);
   }
   if (status != needle_rt::status_ok)
-    fail("internal: {}: the prompt does not encode (status {})", source, status);
+    fail("internal: {}: the text does not encode (status {})", source, status);
   ids.resize(count);
   return ids;
 }
 
 } // namespace
+
+std::vector<int32_t> encodeAsQuery(const std::vector<uint8_t> &tokenizer, const std::string &text,
+                                   const std::string &source) {
+  return encode(needle_rt::tok_tables(tokenizer.data()), text, 0, source);
+}
 
 CallPrompt buildPrompt(std::string_view prompt, std::string_view placeholder, std::string_view json,
                        const std::vector<uint8_t> &tokenizer, uint32_t maxQuery, uint32_t maxQueryIds,
@@ -44,8 +50,10 @@ CallPrompt buildPrompt(std::string_view prompt, std::string_view placeholder, st
     fail("{}: the prompt must hold {{{{query}}}} exactly once, where the user's words go", source);
   const needle_rt::TokTables tables = needle_rt::tok_tables(tokenizer.data());
   CallPrompt out;
-  out.prefix = encode(tables, replaceAll(std::string(prompt.substr(0, query)), placeholder, json), source);
-  out.suffix = encode(tables, replaceAll(std::string(prompt.substr(query + kQuery.size())), placeholder, json), source);
+  const std::string before = replaceAll(std::string(prompt.substr(0, query)), placeholder, json);
+  const std::string after = replaceAll(std::string(prompt.substr(query + kQuery.size())), placeholder, json);
+  out.prefix = encode(tables, before, needle_rt::TOK_ENCODE_SPECIAL, source);
+  out.suffix = encode(tables, after, needle_rt::TOK_ENCODE_SPECIAL, source);
   out.maxQuery = maxQuery;
   out.maxQueryIds = maxQueryIds;
   out.encodeScratch = needle_rt::tok_encode_scratch_size(tables, maxQuery);

@@ -19,6 +19,10 @@ inline constexpr std::string_view kDefaultRecordPrompt = "Schema: {{schema}}\nTe
 /// The most bytes of a query NAME_call takes by default (--max-query).
 inline constexpr uint32_t kDefaultMaxQuery = 1024;
 
+/// `text` encoded as NAME_call encodes a query: special tokens taken as text.
+std::vector<int32_t> encodeAsQuery(const std::vector<uint8_t> &tokenizer, const std::string &text,
+                                   const std::string &source);
+
 /// `prompt` with `placeholder` ({{tools}}, {{schema}}) as `json` (compact), split at its one
 /// {{query}}, each side encoded with the tokenizer image `tokenizer` (special tokens matched by
 /// name); a query of up to `maxQuery` bytes and `maxQueryIds` ids. Errors name `source`.

@@ -514,12 +514,19 @@ std::vector<Tool> parseTools(std::string_view fileText, const std::string &sourc
   return tools;
 }
 
+std::string callHead(const Tool &tool) {
+  std::string head = "{\"name\":";
+  json::appendQuoted(head, tool.name);
+  return head + ",\"arguments\":";
+}
+
+std::string routingText(const Tool &tool) {
+  return tool.description.empty() ? tool.name : tool.name + ": " + tool.description;
+}
+
 LangPtr callLanguage(const std::vector<Tool> &tools, const std::string &source) {
   std::vector<LangPtr> calls;
   for (const Tool &tool : tools) {
-    std::string head = "{\"name\":";
-    json::appendQuoted(head, tool.name);
-    head += ",\"arguments\":";
     LangPtr arguments = literal("{}");
     if (tool.parameters.kind != Value::Kind::Null) {
       const Value *type = tool.parameters.find("type");
@@ -528,7 +535,7 @@ LangPtr callLanguage(const std::vector<Tool> &tools, const std::string &source) 
         fail("{}: {}: the arguments must be an object: give \"type\": \"object\"", source, tool.path);
       arguments = SchemaCompiler(tool.parameters, source).value(tool.parameters, tool.path, 0);
     }
-    calls.push_back(seq({literal(head), arguments, literal("}")}));
+    calls.push_back(seq({literal(callHead(tool)), arguments, literal("}")}));
   }
   return alt(std::move(calls));
 }

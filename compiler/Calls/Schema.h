@@ -30,6 +30,14 @@ inline constexpr uint64_t kMaxBound = 256;
 /// {"name", "description", "parameters"}; errors name `source`.
 std::vector<Tool> parseTools(std::string_view text, const std::string &source);
 
+/// The bytes every call of `tool` begins with: {"name":"NAME","arguments": (no other tool's head
+/// is a prefix of it: the name's closing quote ends it).
+std::string callHead(const Tool &tool);
+
+/// The text NAME_call_top_k embeds for `tool` (docs/tool-calls.md): "NAME: DESCRIPTION", or the
+/// name alone when it has no description.
+std::string routingText(const Tool &tool);
+
 /// The language of one call of any of `tools`.
 LangPtr callLanguage(const std::vector<Tool> &tools, const std::string &source);
 

@@ -2,6 +2,7 @@
 
 #include "Support/Error.h"
 #include "Support/ImageWriter.h"
+#include "runtime/calls/routes.h"
 
 #include <algorithm>
 #include <deque>
@@ -108,9 +109,26 @@ std::vector<std::map<uint32_t, std::vector<uint32_t>>> targetSets(const std::vec
 
 /// Lays out the states' moves: a set of tokens with one target becomes a bitset when, over every
 /// state it appears in, its edges would take more bytes than the bitset; the rest are edges.
+/// The routing's arrays (none for no tools), and their fields of `h`.
+void writeRoutes(const CallRoutes &routes, ImageWriter<needle_rt::CallImage> &out, needle_rt::CallImage &h) {
+  std::vector<uint32_t> offsets = {0};
+  std::string bytes;
+  for (const std::string &head : routes.heads) {
+    bytes += head;
+    offsets.push_back(uint32_t(bytes.size()));
+  }
+  h.tools = uint32_t(routes.heads.size());
+  h.embedding_dim = routes.embeddingDim;
+  h.route_min_depth = routes.minDepth;
+  h.route_depths = routes.depths;
+  h.head_offsets = out.array(offsets);
+  h.head_bytes = out.array(bytes);
+  h.embeddings = out.array(routes.embeddings);
+}
+
 CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vector<uint32_t> &distance,
                      uint32_t finished, uint32_t vocabulary, int32_t endToken, const CallPrompt &prompt,
-                     const std::string &source) {
+                     const CallRoutes &routes, const std::string &source) {
   const uint32_t words = (vocabulary + 31) / 32;
   const auto sets = targetSets(moves, words);
   std::map<std::vector<uint32_t>, uint64_t> edgeBytes; // each set: what its edges would take, in all
@@ -157,11 +175,13 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
   h.prefix_count = uint32_t(prompt.prefix.size());
   h.suffix_ids = out.array(prompt.suffix);
   h.suffix_count = uint32_t(prompt.suffix.size());
-  // The scratch: the query's ids, the mask, the encoder's, each 16-byte aligned.
+  // The scratch: the query's ids, the mask, the encoder's, the routing's, each 16-byte aligned.
   const auto aligned = [](uint64_t n) { return (n + 15) / 16 * 16; };
   const uint64_t maskOffset = aligned(uint64_t(prompt.maxQueryIds) * 4);
   const uint64_t encodeOffset = maskOffset + aligned(uint64_t(words) * 4);
-  const uint64_t scratch = encodeOffset + aligned(prompt.encodeScratch);
+  const uint64_t routeOffset = encodeOffset + aligned(prompt.encodeScratch);
+  const auto tools = uint32_t(routes.heads.size());
+  const uint64_t scratch = routeOffset + (tools ? needle_rt::route_scratch_bytes(tools, routes.embeddingDim) : 0);
   if (scratch > UINT32_MAX)
     fail("{}: a query of {} bytes needs {} bytes of scratch, more than 4 GiB", source, prompt.maxQuery, scratch);
   h.max_query = prompt.maxQuery;
@@ -169,6 +189,8 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
   h.scratch_bytes = uint32_t(scratch);
   h.mask_offset = uint32_t(maskOffset);
   h.encode_offset = uint32_t(encodeOffset);
+  h.route_offset = uint32_t(routeOffset);
+  writeRoutes(routes, out, h);
   h.rows = out.array(rows);
   h.groups = out.array(groups);
   h.bitsets = out.array(bitsets);
@@ -185,7 +207,8 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
 } // namespace
 
 CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std::optional<std::string>> &tokens,
-                                 int32_t endToken, const CallPrompt &prompt, const std::string &source) {
+                                 int32_t endToken, const CallPrompt &prompt, const CallRoutes &routes,
+                                 const std::string &source) {
   if (endToken >= int64_t(tokens.size()))
     fail("{}: the end token {} is not in the vocabulary", source, endToken);
   // With an end token, state dfa.states is finished; without, the accepting state is (one: a
@@ -236,7 +259,7 @@ CompiledCalls buildCallAutomaton(const ByteAutomaton &dfa, const std::vector<std
         kept[i].push_back({e.token, uint32_t(number[e.target])});
   }
   CompiledCalls compiled =
-      layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()), endToken, prompt, source);
+      layout(kept, keptDistance, uint32_t(number[finished]), uint32_t(tokens.size()), endToken, prompt, routes, source);
   compiled.shortestCall = keptDistance[0];
   return compiled;
 }

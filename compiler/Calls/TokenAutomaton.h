@@ -27,6 +27,15 @@ struct CallPrompt {
   uint64_t encodeScratch = 0;
 };
 
+/// What NAME_call_top_k routes by (docs/tool-calls.md, "Routing among many tools"): each tool's
+/// head, the bytes its calls begin with, and its unit embedding at each depth from minDepth on
+/// (depth-major, then tool, then embedding_dim floats). No heads: no routing (a record automaton).
+struct CallRoutes {
+  std::vector<std::string> heads;
+  uint32_t embeddingDim = 0, minDepth = 0, depths = 0;
+  std::vector<float> embeddings;
+};
+
 struct CompiledCalls {
   std::vector<uint8_t> image; // needle_rt::CallImage and its arrays
   CallTablesFigures figures;
@@ -39,9 +48,10 @@ struct CompiledCalls {
 /// (-1: none) must follow a whole call, and is never part of its text; without one the call ends
 /// where its JSON does, which needs a language in which no whole value is the prefix of another.
 /// Errors name `source`.
-/// `prompt` is carried into the image for NAME_call.
+/// `prompt` and `routes` are carried into the image for NAME_call and NAME_call_top_k.
 CompiledCalls buildCallAutomaton(const ByteAutomaton &bytes, const std::vector<std::optional<std::string>> &tokens,
-                                 int32_t endToken, const CallPrompt &prompt, const std::string &source);
+                                 int32_t endToken, const CallPrompt &prompt, const CallRoutes &routes,
+                                 const std::string &source);
 
 /// The runtime's view of an image that buildCallAutomaton made (8-byte aligned).
 inline needle_rt::CallTables callTables(const std::vector<uint8_t> &image) {

@@ -247,7 +247,8 @@ int32_t callEndToken(const CompileOptions &options, const CompiledTokenizer &tok
 
 /// The automaton of `source` over the model's tokens, with its prompt (docs/tool-calls.md).
 calls::CompiledCalls compileAutomaton(const CompileOptions &options, const CompiledTokenizer &tokenizer,
-                                      int64_t maxSeqLen, const AutomatonSource &source, std::string &stats) {
+                                      int64_t maxSeqLen, const AutomatonSource &source, const calls::CallRoutes &routes,
+                                      std::string &stats) {
   const calls::ByteAutomaton bytes = calls::buildByteAutomaton(source.language, source.file);
   std::string prompt(source.defaultPrompt);
   if (!source.promptFile.empty()) {
@@ -257,8 +258,8 @@ calls::CompiledCalls compileAutomaton(const CompileOptions &options, const Compi
   const std::string promptName = source.promptFile.empty() ? "the default prompt" : source.promptFile.string();
   const calls::CallPrompt callPrompt = calls::buildPrompt(prompt, source.placeholder, source.json, tokenizer.image,
                                                           options.maxQuery, uint32_t(maxSeqLen), promptName);
-  calls::CompiledCalls compiled =
-      calls::buildCallAutomaton(bytes, tokenizer.callTokens, callEndToken(options, tokenizer), callPrompt, source.file);
+  calls::CompiledCalls compiled = calls::buildCallAutomaton(
+      bytes, tokenizer.callTokens, callEndToken(options, tokenizer), callPrompt, routes, source.file);
   // Every token of a call or record but the last is fed: an empty query must leave room for the shortest.
   const uint64_t needed = callPrompt.prefix.size() + callPrompt.suffix.size() + compiled.shortestCall - 1;
   if (needed > uint64_t(maxSeqLen))
@@ -276,20 +277,47 @@ calls::CompiledCalls compileAutomaton(const CompileOptions &options, const Compi
   return compiled;
 }
 
-/// The automaton of the calls of --tools over the model's tokens (docs/tool-calls.md).
-calls::CompiledCalls compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
-                                      int64_t maxSeqLen, std::string &stats) {
-  const std::string file = options.tools.string();
+/// The tools of --tools, read before the rungs are compiled: each rung embeds them for
+/// NAME_call_top_k (docs/tool-calls.md, "Routing among many tools").
+struct ToolsFile {
+  std::string file, text;
+  std::vector<calls::Tool> tools;
+  std::vector<std::vector<int32_t>> routingIds; // with --route-tools, each tool's routing text as a query's ids
+};
+
+std::optional<ToolsFile> readTools(const CompileOptions &options, const CompiledTokenizer &tokenizer) {
+  if (options.tools.empty())
+    return std::nullopt;
   if (tokenizer.callTokens.empty())
     fail("--tools: the model has no tokenizer, and calls are written in its tokens: give --tokenizer");
+  ToolsFile out;
+  out.file = options.tools.string();
   const std::vector<uint8_t> bytes = readFile(options.tools);
-  const std::string_view text(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  const std::vector<calls::Tool> tools = calls::parseTools(text, file);
-  stats += fmt::format("tool calls: {} tools\n", tools.size());
+  out.text.assign(bytes.begin(), bytes.end());
+  out.tools = calls::parseTools(out.text, out.file);
+  if (options.routeTools)
+    for (const calls::Tool &tool : out.tools)
+      out.routingIds.push_back(calls::encodeAsQuery(tokenizer.image, calls::routingText(tool), out.file));
+  return out;
+}
+
+/// The automaton of the calls of --tools over the model's tokens (docs/tool-calls.md), with what
+/// routing among them needs (--route-tools): the tools' embeddings at each rung, `routes.embeddings`.
+calls::CompiledCalls compileToolCalls(const CompileOptions &options, const CompiledTokenizer &tokenizer,
+                                      const ToolsFile &tools, calls::CallRoutes routes, int64_t maxSeqLen,
+                                      std::string &stats) {
+  stats += fmt::format("tool calls: {} tools\n", tools.tools.size());
+  if (options.routeTools) {
+    for (const calls::Tool &tool : tools.tools)
+      routes.heads.push_back(calls::callHead(tool));
+    stats += fmt::format("tool routing: {} bytes of embeddings\n", routes.embeddings.size() * sizeof(float));
+  } else {
+    routes = {};
+  }
   return compileAutomaton(options, tokenizer, maxSeqLen,
-                          {"--tools", "call", file, calls::callLanguage(tools, file), options.prompt,
-                           calls::kDefaultPrompt, "{{tools}}", json::serialize(json::parse(text, file))},
-                          stats);
+                          {"--tools", "call", tools.file, calls::callLanguage(tools.tools, tools.file), options.prompt,
+                           calls::kDefaultPrompt, "{{tools}}", json::serialize(json::parse(tools.text, tools.file))},
+                          routes, stats);
 }
 
 /// The automaton of the records of --schema over the model's tokens (docs/tool-calls.md).
@@ -302,18 +330,20 @@ calls::CompiledCalls compileRecords(const CompileOptions &options, const Compile
   return compileAutomaton(options, tokenizer, maxSeqLen,
                           {"--schema", "record", file, calls::recordLanguage(schema, file), options.schemaPrompt,
                            calls::kDefaultRecordPrompt, "{{schema}}", json::serialize(schema)},
-                          stats);
+                          {}, stats);
 }
 
 /// Seconds spent in each phase of compiling the rungs, summed over them.
 struct RungPhases {
-  double probe = 0, pipeline = 0, lower = 0;
+  double probe = 0, embed = 0, pipeline = 0, lower = 0;
 };
 
 /// The model at `depth` through the pipeline, lowered as one more rung of `program`; with `log`,
-/// its arena keeps the token log NAME_reopen_depth reads.
+/// its arena keeps the token log NAME_reopen_depth reads. With `tools`, their embeddings at this
+/// depth are appended to `embeddings`.
 void compileRung(const CompileOptions &options, const Model &model, int64_t depth, bool log, const std::string &backend,
-                 KernelProgram &program, WeightStore &store, PipelineFigures &figures, RungPhases &phases) {
+                 const ToolsFile *tools, KernelProgram &program, WeightStore &store, std::vector<float> &embeddings,
+                 PipelineFigures &figures, RungPhases &phases) {
   auto start = std::chrono::steady_clock::now();
   auto add = [&](double &phase) {
     const auto now = std::chrono::steady_clock::now();
@@ -323,8 +353,14 @@ void compileRung(const CompileOptions &options, const Model &model, int64_t dept
   const bool whole = depth == model.config.numLayers;
   const Model sliced = whole ? Model() : sliceModel(model, depth, options.input.string());
   const Model &rung = whole ? model : sliced;
-  reference::checkProbeFinite(rung, depth, options.input.string());
+  const reference::Weights weights(rung, depth);
+  reference::checkProbeFinite(weights, options.input.string());
   add(phases.probe);
+  if (tools) {
+    for (const reference::Vec &embedding : reference::embedEach(weights, tools->routingIds))
+      embeddings.insert(embeddings.end(), embedding.begin(), embedding.end());
+    add(phases.embed);
+  }
   mlir::MLIRContext context;
   loadNeedleDialects(context);
   mlir::OwningOpRef<mlir::ModuleOp> module = importForSession(context, rung, options.input.string(), options);
@@ -354,15 +390,21 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   std::vector<int32_t> stopIds = stopTokens(options.stop, tokenizer, model.config.vocabSize);
   if (!tokenizer.image.empty())
     done("compile the tokenizer");
+  const std::optional<ToolsFile> tools = readTools(options, tokenizer);
   const int64_t deepest = model.config.numLayers, shallowest = options.prepare.shallowest.value_or(deepest);
   KernelProgram program;
   program.rungs.clear();
   WeightStore store;
   PipelineFigures figures;
   RungPhases phases;
+  calls::CallRoutes routes = {
+      {}, uint32_t(model.config.embeddingDim), uint32_t(shallowest), uint32_t(deepest - shallowest + 1), {}};
   for (int64_t depth = shallowest; depth <= deepest; ++depth)
-    compileRung(options, model, depth, shallowest < deepest, backend, program, store, figures, phases);
+    compileRung(options, model, depth, shallowest < deepest, backend, tools && options.routeTools ? &*tools : nullptr,
+                program, store, routes.embeddings, figures, phases);
   times.push_back({"probe the model for overflow", phases.probe});
+  if (tools && options.routeTools)
+    times.push_back({"embed the tools for routing", phases.embed});
   times.push_back({"import and pass pipeline", phases.pipeline});
   times.push_back({"lower to kernel calls", phases.lower});
   start = std::chrono::steady_clock::now();
@@ -381,9 +423,11 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
   // NAME_call's and NAME_extract's scratch, at the end of the arena (runtime/calls/session.h): one
   // request at a time, so the larger of the two.
   uint64_t requestScratch = 0;
-  if (!options.tools.empty()) {
-    calls::CompiledCalls compiled = compileToolCalls(options, tokenizer, facts.maxSeqLen, stats);
+  if (tools) {
+    calls::CompiledCalls compiled =
+        compileToolCalls(options, tokenizer, *tools, std::move(routes), facts.maxSeqLen, stats);
     program.calls = std::move(compiled.image);
+    program.routesTools = options.routeTools;
     requestScratch = compiled.scratchBytes;
     done("compile the tool-call automaton");
   }

@@ -49,6 +49,7 @@ struct CompileOptions {
   std::filesystem::path tools;        // --tools: the tools.json whose calls the model writes (empty: none)
   std::string callEnd;                // --call-end: the added token that ends a call (empty: the EOS, if any; none)
   std::filesystem::path prompt;       // --prompt: NAME_call's prompt (empty: the default, docs/tool-calls.md)
+  bool routeTools = false;            // --route-tools: embed the tools for NAME_call_top_k and NAME_call_rank
   std::filesystem::path schema;       // --schema: the JSON Schema of NAME_extract's records (empty: none)
   std::filesystem::path schemaPrompt; // --schema-prompt: NAME_extract's prompt (empty: the default)
   uint32_t maxQuery = 1024;           // --max-query: the longest query NAME_call and NAME_extract take, in bytes

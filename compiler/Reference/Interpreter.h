@@ -36,6 +36,8 @@ public:
   /// Appends tokens; on a bad token or a full session it throws and the state is unchanged.
   void feed(std::span<const int32_t> tokens);
   Outputs outputs() const;
+  /// The embedding alone, without the logits outputs() computes: zeros before any token.
+  Vec embedding() const;
   int64_t position() const { return static_cast<int64_t>(tokens_.size()); }
 
 private:
@@ -56,5 +58,9 @@ private:
   OnlinePool confidencePool_, embeddingPool_;
   Lanes lanes_; // of the last position
 };
+
+/// The embedding of each of `texts` (ids), each fed to a session of its own: at most max_seq_len
+/// ids of each (the rest are left out).
+std::vector<Vec> embedEach(const Weights &w, const std::vector<std::vector<int32_t>> &texts);
 
 } // namespace needle::reference

@@ -15,9 +15,9 @@ void checkFinite(const Outputs &out, std::string_view source) {
     fail("{}: the model computes a NaN or infinite output (its weights or parameters overflow float32)", source);
 }
 
-void checkProbeFinite(const Model &model, int64_t depth, std::string_view source) {
-  const int32_t probe = model.config.padTokenId == 0 && model.config.vocabSize > 1 ? 1 : 0;
-  const Weights weights(model, depth);
+void checkProbeFinite(const Weights &weights, std::string_view source) {
+  const Config &config = weights.config;
+  const int32_t probe = config.padTokenId == 0 && config.vocabSize > 1 ? 1 : 0;
   Session session(weights);
   session.feed(std::span(&probe, 1));
   checkFinite(session.outputs(), source);

@@ -15,9 +15,9 @@ namespace needle::reference {
 /// infinity: a result nobody may read (it would print as invalid JSON and mislead).
 void checkFinite(const Outputs &out, std::string_view source);
 
-/// Runs `model` at `depth` on one probe token (the first that is not the pad token) and
+/// Runs the model of `weights` on one probe token (the first that is not the pad token) and
 /// checkFinite's what it says: the model computes nothing finite when this fails. A model that
 /// overflows only on some tokens is caught by needle-run on those tokens, not here.
-void checkProbeFinite(const Model &model, int64_t depth, std::string_view source);
+void checkProbeFinite(const Weights &weights, std::string_view source);
 
 } // namespace needle::reference

@@ -4,6 +4,7 @@
 #include "Reference/Block.h"
 #include "Reference/Interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace needle::reference {
@@ -77,6 +78,23 @@ Outputs Session::outputs() const {
   out.logits = logitsFrom(w_, lanes_);
   out.confidence = confidenceFrom(w_.confidence, confidencePool_.pooled());
   out.embedding = embeddingFrom(w_.embedding, embeddingPool_.pooled());
+  return out;
+}
+
+Vec Session::embedding() const {
+  if (!position())
+    return Vec(static_cast<size_t>(w_.config.embeddingDim), 0.0f);
+  return embeddingFrom(w_.embedding, embeddingPool_.pooled());
+}
+
+std::vector<Vec> embedEach(const Weights &weights, const std::vector<std::vector<int32_t>> &texts) {
+  std::vector<Vec> out;
+  for (const std::vector<int32_t> &ids : texts) {
+    Session session(weights);
+    const size_t kept = std::min(ids.size(), static_cast<size_t>(weights.config.maxSeqLen));
+    session.feed(std::span(ids.data(), kept));
+    out.push_back(session.embedding());
+  }
   return out;
 }
 

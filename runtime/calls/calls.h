@@ -48,6 +48,12 @@ struct CallImage {
   uint32_t bitsets;   // uint32_t [bitset count * words]: bit i % 32 of word i / 32 is token i
   uint32_t edges;     // CallEdge [...]
   uint32_t distances; // uint32_t [states]: the fewest tokens from a state to finished
+  // Routing (NAME_call_top_k; 0 tools in a record automaton): tool i's head, the bytes its calls
+  // begin with, is head_bytes[head_offsets[i] .. head_offsets[i + 1]); its unit embedding at
+  // depth d is embedding_dim floats at embeddings + ((d - route_min_depth) * tools + i) *
+  // embedding_dim. The routing's scratch (RouteScratch) starts at route_offset.
+  uint32_t tools, embedding_dim, route_min_depth, route_depths;
+  uint32_t head_offsets, head_bytes, embeddings, route_offset;
 };
 
 struct CallTables {
@@ -58,6 +64,9 @@ struct CallTables {
   const uint32_t *bitsets;
   const CallEdge *edges;
   const uint32_t *distances;
+  const uint32_t *head_offsets;
+  const char *head_bytes;
+  const float *embeddings;
 };
 
 inline CallTables call_tables(const uint8_t *image) {
@@ -69,7 +78,10 @@ inline CallTables call_tables(const uint8_t *image) {
           reinterpret_cast<const CallGroup *>(image + h->groups),
           reinterpret_cast<const uint32_t *>(image + h->bitsets),
           reinterpret_cast<const CallEdge *>(image + h->edges),
-          reinterpret_cast<const uint32_t *>(image + h->distances)};
+          reinterpret_cast<const uint32_t *>(image + h->distances),
+          reinterpret_cast<const uint32_t *>(image + h->head_offsets),
+          reinterpret_cast<const char *>(image + h->head_bytes),
+          reinterpret_cast<const float *>(image + h->embeddings)};
 }
 
 /// A decoder's place in the automaton as the C interface holds it: the state, and a check word
@@ -226,22 +238,31 @@ template <typename Model> int request_refused(Model &m) {
   return status_err_arg;
 }
 
-/// A request's first half: the session reset (so it keeps no call or record, whatever follows)
-/// and fed the automaton's prompt with `text` as its query (encoded with special tokens taken as
-/// text).
-template <typename Model> int request_prompt(const CallTables &t, Model &m, const char *text, size_t length) {
+/// Where a request keeps its query's ids: the start of the scratch.
+template <typename Model> int32_t *request_ids(const CallTables &, Model &m) {
+  return reinterpret_cast<int32_t *>(m.scratch());
+}
+
+/// The session reset (so it keeps no call or record, whatever follows) and `text` encoded to the
+/// request's ids, special tokens taken as text: a user cannot type the prompt's tokens.
+template <typename Model>
+int request_query(const CallTables &t, Model &m, const char *text, size_t length, size_t *count) {
   const CallImage &h = *t.header;
   m.reset();
   if (length > h.max_query)
     return status_err_full;
-  unsigned char *scratch = m.scratch();
-  auto *ids = reinterpret_cast<int32_t *>(scratch);
+  const int status = m.encode(text, length, m.scratch() + h.encode_offset, request_ids(t, m), h.max_query_ids, count);
+  return status == status_err_space ? status_err_full : status;
+}
+
+/// A request's first half: the session reset and fed the automaton's prompt with `text` as its
+/// query.
+template <typename Model> int request_prompt(const CallTables &t, Model &m, const char *text, size_t length) {
+  const CallImage &h = *t.header;
   size_t count = 0;
-  int status = m.encode(text, length, scratch + h.encode_offset, ids, h.max_query_ids, &count);
-  if (status == status_err_space)
-    return status_err_full;
+  int status = request_query(t, m, text, length, &count);
   if (status != status_ok || (status = call_feed(m, t.prefix_ids, h.prefix_count)) != status_ok ||
-      (status = call_feed(m, ids, count)) != status_ok)
+      (status = call_feed(m, request_ids(t, m), count)) != status_ok)
     return status;
   return call_feed(m, t.suffix_ids, h.suffix_count);
 }
@@ -263,8 +284,15 @@ inline int32_t call_forced(const uint32_t *bits, uint32_t words) {
 /// allows no other) needs no logits, so the tokens are fed only when a choice needs the logits
 /// after them: a run of forced tokens (a call's braces, keys and quotes) goes through the model
 /// as one batched feed.
-template <typename Model>
-int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_t *out_length) {
+/// A request's masks as the automaton gives them (a Narrowing narrows a mask before each choice,
+/// and learns each token's bytes: routes.h's NameFilter keeps a call's name to the kept tools).
+struct Unnarrowed {
+  template <typename Model> int narrow(Model &, uint32_t *, size_t) const { return status_ok; }
+  void take(const char *, size_t, size_t) {}
+};
+
+template <typename Model, typename Narrowing>
+int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_t *out_length, Narrowing narrowing) {
   const CallImage &h = *t.header;
   auto *bits = reinterpret_cast<uint32_t *>(m.scratch() + h.mask_offset);
   CallState state;
@@ -275,7 +303,8 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
   int status = status_ok;
   while (!call_finished(t, &state)) {
     // Every token but the last is fed, so the value may take one token past the session's room.
-    if ((status = call_mask(t, &state, m.max_seq() - m.position() - pending + 1, bits)) != status_ok)
+    if ((status = call_mask(t, &state, m.max_seq() - m.position() - pending + 1, bits)) != status_ok ||
+        (status = narrowing.narrow(m, bits, written)) != status_ok)
       return status;
     int32_t token = call_forced(bits, h.words);
     if (token < 0) {
@@ -293,6 +322,7 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
       size_t n = 0;
       if ((status = m.token_bytes(token, &bytes, &n)) != status_ok)
         return status;
+      narrowing.take(bytes, n, written);
       if (written + n <= cap)
         std::memcpy(out + written, bytes, n);
       written += n;
@@ -313,27 +343,41 @@ int request_generate(const CallTables &t, Model &m, char *out, size_t cap, size_
   return status_ok;
 }
 
-/// NAME_call (docs/c-interface.md): the prompt with `text` as its query through the session, then,
-/// when the confidence head says at least `threshold`, the call decoded greedily under the
-/// automaton's masks, written to out[0..cap). `Model` gives the session's functions: feed,
-/// logits, confidence, position, max_seq, encode (text to ids, in the scratch it is given),
-/// token_bytes, scratch (the call's bytes at the end of the arena), in_arena (whether a
-/// caller's buffer overlaps the arena, which the call overwrites), and keep_probability (the
-/// smallest probability of the call's tokens under their masks, for NAME_call_probability; the
-/// session's reset sets it to 0).
+/// Whether NAME_call's arguments are usable: a request's, and a confidence outside the arena.
 template <typename Model>
-int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
-                size_t *out_length, float *confidence) {
-  if (!request_arguments_ok(m, text, length, out, cap, out_length) || !confidence ||
-      m.in_arena(confidence, sizeof *confidence))
-    return request_refused(m);
+bool call_arguments_ok(const Model &m, const char *text, size_t length, const char *out, size_t cap,
+                       const size_t *out_length, const float *confidence) {
+  return request_arguments_ok(m, text, length, out, cap, out_length) && confidence &&
+         !m.in_arena(confidence, sizeof *confidence);
+}
+
+/// NAME_call once its arguments are checked: the prompt with `text` as its query through the
+/// session, then, when the confidence head says at least `threshold`, the call decoded greedily
+/// under the automaton's masks (narrowed by `narrowing`), written to out[0..cap).
+template <typename Model, typename Narrowing>
+int call_request(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
+                 size_t *out_length, float *confidence, Narrowing narrowing) {
   *out_length = 0;
   if (const int status = request_prompt(t, m, text, length); status != status_ok)
     return status;
   *confidence = m.confidence();
   if (!(*confidence >= threshold))
     return status_no_call;
-  return request_generate(t, m, out, cap, out_length);
+  return request_generate(t, m, out, cap, out_length, narrowing);
+}
+
+/// NAME_call (docs/c-interface.md). `Model` gives the session's functions: feed, logits,
+/// confidence, position, max_seq, encode (text to ids, in the scratch it is given), token_bytes,
+/// scratch (the call's bytes at the end of the arena), in_arena (whether a caller's buffer
+/// overlaps the arena, which the call overwrites), and keep_probability (the smallest
+/// probability of the call's tokens under their masks, for NAME_call_probability; the session's
+/// reset sets it to 0); routes.h adds depth and embedding.
+template <typename Model>
+int call_decode(const CallTables &t, Model &m, const char *text, size_t length, float threshold, char *out, size_t cap,
+                size_t *out_length, float *confidence) {
+  if (!call_arguments_ok(m, text, length, out, cap, out_length, confidence))
+    return request_refused(m);
+  return call_request(t, m, text, length, threshold, out, cap, out_length, confidence, Unnarrowed{});
 }
 
 /// NAME_extract (docs/c-interface.md): NAME_call on the record automaton, without the gate.
@@ -345,7 +389,7 @@ int record_decode(const CallTables &t, Model &m, const char *text, size_t length
   *out_length = 0;
   if (const int status = request_prompt(t, m, text, length); status != status_ok)
     return status;
-  return request_generate(t, m, out, cap, out_length);
+  return request_generate(t, m, out, cap, out_length, Unnarrowed{});
 }
 
 } // namespace needle_rt

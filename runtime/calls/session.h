@@ -8,13 +8,14 @@
 #include "../needle_runtime.h"
 #include "../tokenizer/tokenizer.h"
 #include "calls.h"
+#include "routes.h"
 
 namespace needle_rt {
 
 struct CallSession {
   const ModelFacts &facts;
   StepFunction step;
-  HeadFunction confidence_head;
+  HeadFunction confidence_head, embedding_head;
   TokTables tokenizer;
   const CallImage &calls;
   void *session;
@@ -26,6 +27,15 @@ struct CallSession {
   int feed(const int32_t *ids, size_t n) { return session_feed(facts, step, session, ids, n); }
   const float *logits() const { return session_logits(facts, session); }
   float confidence() const { return session_confidence(facts, confidence_head, session); }
+  int64_t depth() const { return facts.depth; }
+  /// The session's embedding, into the request's scratch (which session_embedding refuses: it is
+  /// in the arena); zeros before any token.
+  void embedding(float *out) const {
+    if (session_position(facts, session) == 0)
+      std::memset(out, 0, size_t(facts.embedding_dim) * sizeof(float));
+    else
+      embedding_head(static_cast<const unsigned char *>(session), out);
+  }
   size_t position() const { return session_position(facts, session); }
   size_t max_seq() const { return size_t(facts.max_seq_len); }
   void keep_probability(float p) { static_cast<SessionHeader *>(session)->call_probability = p; }
@@ -41,20 +51,40 @@ struct CallSession {
   }
 };
 
-inline int session_call(const ModelFacts &facts, StepFunction step, HeadFunction confidence_head,
-                        const uint8_t *tokenizer, const uint8_t *calls, void *session, const char *text, size_t length,
-                        float threshold, char *out, size_t cap, size_t *out_length, float *confidence) {
+/// A request's model: the session at its rung, with the tokenizer's and the automaton's images.
+inline CallSession call_session(const Rung &r, const uint8_t *tokenizer, const CallTables &t, void *session) {
+  return {r.facts, r.step, r.confidence_head, r.embedding_head, tok_tables(tokenizer), *t.header, session};
+}
+
+inline int session_call(const Rung &r, const uint8_t *tokenizer, const uint8_t *calls, void *session, const char *text,
+                        size_t length, float threshold, char *out, size_t cap, size_t *out_length, float *confidence) {
   const CallTables t = call_tables(calls);
-  CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
+  CallSession m = call_session(r, tokenizer, t, session);
   return call_decode(t, m, text, length, threshold, out, cap, out_length, confidence);
 }
 
+/// NAME_call_top_k.
+inline int session_call_top_k(const Rung &r, const uint8_t *tokenizer, const uint8_t *calls, void *session,
+                              const char *text, size_t length, float threshold, uint32_t top_k, char *out, size_t cap,
+                              size_t *out_length, float *confidence) {
+  const CallTables t = call_tables(calls);
+  CallSession m = call_session(r, tokenizer, t, session);
+  return call_top_k_decode(t, m, text, length, threshold, top_k, out, cap, out_length, confidence);
+}
+
+/// NAME_call_rank.
+inline int session_call_rank(const Rung &r, const uint8_t *tokenizer, const uint8_t *calls, void *session,
+                             const char *text, size_t length, uint32_t *order, size_t count) {
+  const CallTables t = call_tables(calls);
+  CallSession m = call_session(r, tokenizer, t, session);
+  return call_rank(t, m, text, length, order, count);
+}
+
 /// NAME_extract on the record automaton's image `records`.
-inline int session_extract(const ModelFacts &facts, StepFunction step, HeadFunction confidence_head,
-                           const uint8_t *tokenizer, const uint8_t *records, void *session, const char *text,
-                           size_t length, char *out, size_t cap, size_t *out_length) {
+inline int session_extract(const Rung &r, const uint8_t *tokenizer, const uint8_t *records, void *session,
+                           const char *text, size_t length, char *out, size_t cap, size_t *out_length) {
   const CallTables t = call_tables(records);
-  CallSession m = {facts, step, confidence_head, tok_tables(tokenizer), *t.header, session};
+  CallSession m = call_session(r, tokenizer, t, session);
   return record_decode(t, m, text, length, out, cap, out_length);
 }
 

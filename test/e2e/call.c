@@ -15,13 +15,6 @@
 #define PROGRAM "call"
 #include "request.h"
 
-typedef struct {
-  int status;
-  float confidence, probability;
-  size_t length;
-  char out[CAP];
-} answer;
-
 static void ask(FN(_session) * s, const char *text, size_t len, float threshold, size_t cap, answer *a) {
   a->confidence = -1.0f;
   a->length = 0;

@@ -14,7 +14,10 @@ test/e2e/calls.c, links and runs it (under --run), and checks:
   arguments' keys come in the schema's order;
 - with --queries, NAME_call on each query (threshold 0.5; test/e2e/call.c checks that a reused
   session answers as a fresh one, after a call, a "no call" and errors): every call it makes is
-  valid (Ajv), every other answer is NEEDLE_NO_CALL;
+  valid (Ajv), every other answer is NEEDLE_NO_CALL; and the routing (test/e2e/route.c):
+  NAME_call_rank orders the tools as the reference interpreter's embeddings do (needle-run on
+  the same ids; a pair closer than 1e-3 in cosine may come either way), and NAME_call_top_k's
+  call (top_k --route-k, threshold 0) is valid and names one of the tools ranked first;
 - K of them step by step: the mask (no budget) equals XGrammar's for the same schema, vocabulary
   and end token at every step, but for one difference by design, checked on purpose: XGrammar's
   UTF-8 is lenient (C0, C1 and F5-F7 as lead bytes, overlong forms, surrogates), needlec's strings
@@ -31,6 +34,7 @@ The calls drawn are left in WORK/c.calls, so that targets can be compared. Print
 line for each, or MISMATCH with the first differences, and exits 1 on any.
 """
 import argparse
+import array
 import codecs
 import json
 import os
@@ -50,6 +54,7 @@ p.add_argument("--masks", type=int, default=5)
 p.add_argument("--queries", help="a file of queries (JSON strings, one a line) for NAME_call")
 p.add_argument("--prompt", help="needlec's --prompt (default: needlec's, which holds the tools; without "
                                 "--queries, one that does not)")
+p.add_argument("--route-k", type=int, default=1, help="the top_k of NAME_call_top_k with --queries")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--max-seq", type=int, default=1024,
                help="the model's max_seq_len: room for the prompt and the call, which a model of random "
@@ -98,7 +103,8 @@ def declared_order(value):
 
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "c")
-needlec_flags = [("--schema" if args.records else "--tools"), args.tools_json] + (["--call-end", args.end] if args.end else [])
+needlec_flags = ((["--schema"] if args.records else ["--route-tools", "--tools"]) + [args.tools_json] +
+                 (["--call-end", args.end] if args.end else []))
 if not args.queries and not args.prompt:
     # NAME_call is not run: a prompt without the tools, which may be too many for max_seq_len.
     args.prompt = os.path.join(args.work, "prompt.txt")
@@ -108,9 +114,11 @@ if args.prompt:
     needlec_flags += ["--schema-prompt" if args.records else "--prompt", args.prompt]
 if args.records:
     args.cc += " -DSTEPS=_extract"
-request_c = os.path.join(args.e2e, "extract.c" if args.records else "call.c")
-runner, caller = build_with_tokenizer(args, args.tokenizer, count, base, [os.path.join(args.e2e, "calls.c"), request_c],
-                                      needlec_flags, ["--set", f"max_seq_len={args.max_seq}"])
+requests_c = [os.path.join(args.e2e, c) for c in (["extract.c"] if args.records else ["call.c", "route.c"])]
+runner, caller, *router = build_with_tokenizer(args, args.tokenizer, count, base,
+                                               [os.path.join(args.e2e, "calls.c"), *requests_c], needlec_flags,
+                                               ["--set", f"max_seq_len={args.max_seq}"])
+router = router[0] if router else None
 
 
 def parse_calls(lines):
@@ -126,6 +134,48 @@ def parse_calls(lines):
             text = text[:-len(end["content"])]
         calls.append((ids, text))
     return calls
+
+
+def reference_embedding(ids):
+    """The reference interpreter's embedding of the model after `ids` (needle-run)."""
+    path = os.path.join(args.work, "embedding.f32")
+    run(os.path.join(args.tools, "needle-run"), os.path.join(args.work, "m"), "--layers", "2",
+        *(["--tokens", ",".join(map(str, ids))] if ids else ["--no-tokens"]), "--embedding", path)
+    return array.array("f", open(path, "rb").read())
+
+
+def check_routing(queries):
+    """NAME_call_rank against the reference's embeddings, NAME_call_top_k's calls valid and routed
+    (test/e2e/route.c); True when something fails."""
+    texts = [t["name"] + ": " + t["description"] if t.get("description") else t["name"] for t in tools]
+    lines = [f"t {t.encode('utf-8').hex()}" for t in texts] + [f"q {q.encode('utf-8').hex()}" for q in queries]
+    out = run(*router, str(args.route_k), input="".join(line + "\n" for line in lines)).splitlines()
+    parse_ids = lambda field: [int(i) for i in field.split()]
+    tool_embeddings = [reference_embedding(parse_ids(line)) for line in out[:len(tools)]]
+    wrong, made = [], []
+    for query, line in zip(queries, out[len(tools):]):
+        ids, order, answer = line.split(" ; ")
+        order = [int(i) for i in order.split()]
+        q = reference_embedding(parse_ids(ids))
+        score = [sum(a * b for a, b in zip(q, e)) for e in tool_embeddings]
+        if sorted(order) != list(range(len(tools))) or any(score[a] < score[b] - 1e-3 for a, b in zip(order, order[1:])):
+            wrong.append(f"{query!r}: ranked {order}, the reference's scores {score}")
+        status, *call = answer.split()
+        if status != "0" or not call:
+            wrong.append(f"{query!r}: NAME_call_top_k answered {status}")
+            continue
+        made.append(bytes.fromhex(call[0]).decode("utf-8"))
+        if json.loads(made[-1])["name"] not in [tools[i]["name"] for i in order[:args.route_k]]:
+            wrong.append(f"{query!r}: {made[-1]} names no tool of the top {args.route_k} of {order}")
+    requests = "".join(json.dumps({"schema": call_schema, "text": text}) + "\n" for text in made)
+    verdicts = [json.loads(line) for line in run(*oracle, "validate", input=requests).splitlines()]
+    wrong += [f"invalid: {text}" for text, v in zip(made, verdicts) if not v.get("valid")]
+    if len(out) != len(lines) or len(verdicts) != len(made) or wrong:
+        print(f"MISMATCH routing: {len(out)} answers to {len(lines)} lines; {wrong[:2]}")
+        return True
+    print(f"MATCH routing: {len(queries)} rankings as the reference's, {len(made)} valid calls among the top "
+          f"{args.route_k}")
+    return False
 
 
 failed = False
@@ -220,4 +270,6 @@ if args.queries:
               "session")
     else:
         print(f"MATCH NAME_call: {len(made)} valid calls, {declined} declined, each as on a fresh session")
+    if not args.records:
+        failed = check_routing(queries) or failed
 sys.exit(1 if failed else 0)

@@ -14,13 +14,6 @@
 #define PROGRAM "extract"
 #include "request.h"
 
-typedef struct {
-  int status;
-  float probability;
-  size_t length;
-  char out[CAP];
-} answer;
-
 static void ask(FN(_session) * s, const char *text, size_t len, size_t cap, answer *a) {
   a->length = 0;
   a->status = FN(_extract)(s, text, len, a->out, cap, &a->length);

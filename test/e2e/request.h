@@ -1,5 +1,6 @@
-/* What call.c and extract.c share: the includes, a session on an arena of its own, and a query
- * read from a line of hex. Each program defines PROGRAM (its name, for errors) first. */
+/* What call.c, extract.c and route.c share: the includes, a session on an arena of its own, a
+ * request's answer, and a query read from a line of hex. Each program defines PROGRAM (its name,
+ * for errors) first. */
 #ifndef NEEDLE_E2E_REQUEST_H
 #define NEEDLE_E2E_REQUEST_H
 
@@ -12,6 +13,14 @@
 #include "model_name.h"
 #define MAX_QUERY CAT(NEEDLE_NAME, _MAX_QUERY)
 #define CAP 65536
+
+/* One request's answer: its status, what it wrote, and the confidences it reported. */
+typedef struct {
+  int status;
+  float confidence, probability;
+  size_t length;
+  char out[CAP];
+} answer;
 
 static void fail(const char *what, long value) {
   fprintf(stderr, "%s: %s (%ld)\n", PROGRAM, what, value);

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       vocabulary.push_back(std::string(1, char(b)));
     for (const char *piece : {"{\"name\":\"", "\",\"arguments\":{", "\":", "\"}", "null", "true", "12"})
       vocabulary.push_back(std::string(piece));
-    const calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, vocabulary, -1, {}, "tools.json");
+    const calls::CompiledCalls compiled = calls::buildCallAutomaton(bytes, vocabulary, -1, {}, {}, "tools.json");
     const needle_rt::CallTables tables = calls::callTables(compiled.image);
     needle_rt::CallState state;
     needle_rt::call_begin(tables, &state);

@@ -191,7 +191,7 @@ TEST(CallsTest, TokenMasksAreWhatTheByteAutomatonAllows) {
   tokens.push_back(std::nullopt); // a special token
   const int32_t end = int32_t(tokens.size());
   tokens.push_back(std::nullopt); // the end token: never in a text
-  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   std::mt19937 random(7);
   for (int trial = 0; trial < 200; ++trial) {
@@ -242,7 +242,7 @@ std::vector<std::optional<std::string>> asciiTokens() {
 TEST(CallsTest, ABudgetLeavesOnlyTokensThatStillFinish) {
   const ByteAutomaton &dfa = stringCalls();
   const std::vector<std::optional<std::string>> tokens = asciiTokens();
-  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, {}, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, -1, {}, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   const std::string shortest = call(R"({"s":""})");
   needle_rt::CallState state;
@@ -272,7 +272,7 @@ TEST(CallsTest, TheEndTokenIsNeverPartOfACallsText) {
   std::vector<std::optional<std::string>> tokens = asciiTokens();
   const int32_t end = int32_t(tokens.size());
   tokens.push_back("<end>"); // an added token that is not special: text as well
-  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(dfa, tokens, end, {}, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   needle_rt::CallState state;
   needle_rt::call_begin(tables, &state);
@@ -340,7 +340,7 @@ TEST(CallsTest, ACallFeedsTheTokensTheMaskForcesAsOneFeed) {
   std::vector<std::optional<std::string>> tokens = asciiTokens();
   const int32_t end = int32_t(tokens.size());
   tokens.push_back("<end>");
-  const CompiledCalls compiled = buildCallAutomaton(stringCalls(), tokens, end, {}, "tools.json");
+  const CompiledCalls compiled = buildCallAutomaton(stringCalls(), tokens, end, {}, {}, "tools.json");
   const needle_rt::CallTables tables = callTables(compiled.image);
   std::vector<int32_t> history;
   std::string want;
@@ -361,7 +361,8 @@ TEST(CallsTest, ACallFeedsTheTokensTheMaskForcesAsOneFeed) {
   HistoryModel model{tokens, std::vector<unsigned char>(tables.header->scratch_bytes), {}, {}, {}};
   std::string out(want.size(), '?');
   size_t length = 0;
-  ASSERT_EQ(needle_rt::request_generate(tables, model, out.data(), out.size(), &length), needle_rt::status_ok);
+  ASSERT_EQ(needle_rt::request_generate(tables, model, out.data(), out.size(), &length, needle_rt::Unnarrowed{}),
+            needle_rt::status_ok);
   EXPECT_EQ(out.substr(0, length), want);
   EXPECT_EQ(model.fed, std::vector<int32_t>(history.begin(), history.end() - 1)); // all but the last
   ASSERT_FALSE(model.feeds.empty());
@@ -402,8 +403,8 @@ TEST(CallsTest, ARecordsErrorsNameTheKeywordFromTheRoot) {
   }
   // A bare number can go on into a longer one: without an end token there is no end.
   const ByteAutomaton integers = recordsOf(R"({"type": "integer"})");
-  EXPECT_THROW(buildCallAutomaton(integers, asciiTokens(), -1, {}, "schema.json"), Error);
-  EXPECT_NO_THROW(buildCallAutomaton(integers, asciiTokens(), 0, {}, "schema.json"));
+  EXPECT_THROW(buildCallAutomaton(integers, asciiTokens(), -1, {}, {}, "schema.json"), Error);
+  EXPECT_NO_THROW(buildCallAutomaton(integers, asciiTokens(), 0, {}, {}, "schema.json"));
 }
 
 } // namespace

@@ -166,13 +166,14 @@ void checkCodegenFlags(const CommandLine &cl, EmitKind emit) {
     fail("--tokenizer-tables: only meaningful with --emit obj, cpp, llvm or asm, which compile the tokenizer in");
   if (cl.has("stop") && !object && emit != EmitKind::Cpp)
     fail("--stop: only meaningful with --emit obj, cpp, llvm or asm, which build NAME_info's stop ids");
-  for (const char *flag : {"tools", "schema", "call-end", "prompt", "schema-prompt", "max-query"})
+  for (const char *flag : {"tools", "schema", "call-end", "prompt", "schema-prompt", "max-query", "route-tools"})
     if (cl.has(flag) && emit != EmitKind::Object && emit != EmitKind::Cpp)
       fail("--{}: only meaningful with --emit obj or cpp, which compile the calls and records in", flag);
   if (cl.has("max-rollback") && emit == EmitKind::Needle)
     fail("--max-rollback: only meaningful with the kinds that plan a session, not --emit needle");
-  if (cl.has("prompt") && !cl.has("tools"))
-    fail("--prompt: only meaningful with --tools");
+  for (const char *flag : {"prompt", "route-tools"})
+    if (cl.has(flag) && !cl.has("tools"))
+      fail("--{}: only meaningful with --tools", flag);
   if (cl.has("schema-prompt") && !cl.has("schema"))
     fail("--schema-prompt: only meaningful with --schema");
   for (const char *flag : {"call-end", "max-query"})
@@ -267,6 +268,9 @@ int run(int argc, char **argv) {
        {"prompt", "FILE",
         "the text NAME_call feeds around the user's words: {{tools}} and {{query}} in it (default: "
         "\"Tools: {{tools}}\\nRequest: {{query}}\\nCall:\")"},
+       {"route-tools", "",
+        "embed each tool with the model at compile time, for NAME_call_top_k and NAME_call_rank (the "
+        "reference interpreter runs each tool's name and description at each depth)"},
        {"schema", "FILE",
         "a JSON Schema: compile the automaton of its values (typed records, NAME_extract) into the model"},
        {"schema-prompt", "FILE",
@@ -331,6 +335,7 @@ int run(int argc, char **argv) {
     options.tokenizerTables = tokenizer::TableLayout::Small;
   options.stop = cl.value("stop").value_or("");
   options.callEnd = cl.value("call-end").value_or("");
+  options.routeTools = cl.has("route-tools");
   if (auto prompt = cl.value("prompt"))
     options.prompt = *prompt;
   if (auto schema = cl.value("schema"))

@@ -1,0 +1,156 @@
+// Routing among many tools (runtime/calls/routes.h): the tools ranked by their embeddings'
+// similarity to the query's, and a call's name kept to the best top_k, on a model whose
+// embedding the test sets and whose logits never change, over an automaton compiled from a tools
+// file whose names share a prefix ("search", "search_web") and a vocabulary with tokens that span
+// a head's end.
+#include "runtime/calls/routes.h"
+#include "Calls/ByteAutomaton.h"
+#include "Calls/Schema.h"
+#include "Calls/TokenAutomaton.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace needle::calls {
+namespace {
+
+constexpr const char *kTools = R"([{"name": "search"}, {"name": "search_web"}, {"name": "alarm"}])";
+constexpr uint32_t kDim = 3, kDepth = 4;
+
+/// A session: byte-per-id encoding, a confidence of 1, the embedding `query` once fed, and logits
+/// that favour the closing quote and the longest tokens, whatever was fed.
+struct RoutedModel {
+  const std::vector<std::optional<std::string>> &tokens;
+  std::vector<unsigned char> arena;
+  std::vector<float> query;
+  std::vector<float> fixed;
+  size_t fed = 0;
+
+  bool valid() const { return true; }
+  bool in_arena(const void *, size_t) const { return false; }
+  void reset() { fed = 0; }
+  int encode(const char *text, size_t length, void *, int32_t *ids, size_t cap, size_t *count) const {
+    *count = length;
+    if (length > cap)
+      return needle_rt::status_err_space;
+    for (size_t i = 0; i < length; ++i)
+      ids[i] = int32_t(uint8_t(text[i]) & 0x7f);
+    return needle_rt::status_ok;
+  }
+  int feed(const int32_t *, size_t n) {
+    fed += n;
+    return needle_rt::status_ok;
+  }
+  float confidence() const { return 1.0f; }
+  int64_t depth() const { return kDepth; }
+  void embedding(float *out) const {
+    for (uint32_t i = 0; i < kDim; ++i)
+      out[i] = fed ? query[i] : 0.0f;
+  }
+  unsigned char *scratch() { return arena.data(); }
+  size_t max_seq() const { return 1000; }
+  size_t position() const { return fed; }
+  const float *logits() const { return fixed.data(); }
+  int token_bytes(int32_t id, const char **bytes, size_t *length) const {
+    *bytes = tokens[size_t(id)]->data();
+    *length = tokens[size_t(id)]->size();
+    return needle_rt::status_ok;
+  }
+  void keep_probability(float) {}
+};
+
+struct Routed {
+  std::vector<std::optional<std::string>> tokens;
+  CompiledCalls compiled;
+};
+
+Routed compileRouted() {
+  Routed r;
+  for (int b = 0; b < 128; ++b)
+    r.tokens.push_back(std::string(1, char(b)));
+  for (const char *piece : {"search", "_web", R"({"name":"se)", R"(arch",")", R"(web",")"})
+    r.tokens.push_back(std::string(piece));
+  r.tokens.push_back("<end>");
+  const std::vector<Tool> tools = parseTools(kTools, "tools.json");
+  CallRoutes routes;
+  for (const Tool &tool : tools)
+    routes.heads.push_back(callHead(tool));
+  routes.embeddingDim = kDim;
+  routes.minDepth = kDepth;
+  routes.depths = 1;
+  routes.embeddings = {1, 0, 0, 0, 1, 0, 0, 0, 1}; // tool i: the unit vector e_i
+  CallPrompt prompt;
+  prompt.maxQuery = prompt.maxQueryIds = 64;
+  const ByteAutomaton dfa = buildByteAutomaton(callLanguage(tools, "tools.json"), "tools.json");
+  r.compiled = buildCallAutomaton(dfa, r.tokens, int32_t(r.tokens.size() - 1), prompt, routes, "tools.json");
+  return r;
+}
+
+RoutedModel modelFor(const Routed &r, std::vector<float> query) {
+  std::vector<float> logits(r.tokens.size());
+  for (size_t id = 0; id < logits.size(); ++id)
+    logits[id] = float(r.tokens[id]->size()) + (*r.tokens[id] == "\"" ? 10.0f : 0.0f);
+  return {r.tokens, std::vector<unsigned char>(callTables(r.compiled.image).header->scratch_bytes), std::move(query),
+          std::move(logits)};
+}
+
+/// The query whose ranking is first, then first + 1, then first + 2 (mod 3).
+std::vector<float> queryRanking(uint32_t first) {
+  std::vector<float> q(kDim, 0.0f);
+  q[first] = 0.8f;
+  q[(first + 1) % kDim] = 0.6f;
+  return q;
+}
+
+std::string callTopK(const Routed &r, RoutedModel &m, uint32_t k) {
+  std::string out(200, '?');
+  size_t length = 0;
+  float confidence = 0;
+  const needle_rt::CallTables t = callTables(r.compiled.image);
+  EXPECT_EQ(needle_rt::call_top_k_decode(t, m, "q", 1, 0.5f, k, out.data(), out.size(), &length, &confidence),
+            needle_rt::status_ok);
+  return out.substr(0, length);
+}
+
+std::string callOf(const char *name) { return std::string(R"({"name":")") + name + R"(","arguments":{}})"; }
+
+TEST(RoutesTest, ToolsRankByTheirEmbeddingsSimilarityToTheQuerys) {
+  const Routed r = compileRouted();
+  const needle_rt::CallTables t = callTables(r.compiled.image);
+  ASSERT_EQ(t.header->tools, 3u);
+  for (uint32_t first = 0; first < 3; ++first) {
+    RoutedModel m = modelFor(r, queryRanking(first));
+    uint32_t order[3] = {9, 9, 9};
+    ASSERT_EQ(needle_rt::call_rank(t, m, "query", 5, order, 3), needle_rt::status_ok);
+    EXPECT_EQ(order[0], first);
+    EXPECT_EQ(order[1], (first + 1) % 3);
+    EXPECT_EQ(order[2], (first + 2) % 3);
+    EXPECT_EQ(m.fed, 5u); // the query alone
+  }
+  RoutedModel m = modelFor(r, queryRanking(2));
+  uint32_t order[4] = {9, 9, 9, 9};
+  EXPECT_EQ(needle_rt::call_rank(t, m, "query", 5, order, 4), needle_rt::status_err_arg); // past the tools
+  EXPECT_EQ(needle_rt::call_rank(t, m, nullptr, 0, order, 3), needle_rt::status_ok);      // zeros: a tie
+  EXPECT_EQ(std::vector<uint32_t>(order, order + 3), (std::vector<uint32_t>{0, 1, 2}));
+}
+
+TEST(RoutesTest, ACallNamesOnlyOneOfTheTopKTools) {
+  const Routed r = compileRouted();
+  const char *names[] = {"search", "search_web", "alarm"};
+  for (uint32_t first = 0; first < 3; ++first) {
+    RoutedModel m = modelFor(r, queryRanking(first));
+    EXPECT_EQ(callTopK(r, m, 1), callOf(names[first])) << first;
+    const std::string two = callTopK(r, m, 2);
+    EXPECT_TRUE(two == callOf(names[first]) || two == callOf(names[(first + 1) % 3])) << two;
+  }
+  // Unrestricted, the logits choose "search" (the closing quote after it), whatever the ranking;
+  // a top_k of every tool or of 0 is the unrestricted call.
+  RoutedModel m = modelFor(r, queryRanking(1));
+  EXPECT_EQ(callTopK(r, m, 0), callOf("search"));
+  EXPECT_EQ(callTopK(r, m, 3), callOf("search"));
+  EXPECT_EQ(callTopK(r, m, 2), callOf("search_web")); // ranked search_web, alarm
+}
+
+} // namespace
+} // namespace needle::calls
