@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
     printf("error: status %d\n", status);
   printf("text to call: %.1f ms, %zu tokens in the session (%.0f tokens/s)\n", 1e3 * elapsed, agent_position(s),
          (double)agent_position(s) / elapsed);
+  /* The same request again on the session: with rollback for a request (needlec --max-rollback),
+   * the session goes back to the end of the prompt's fixed prefix instead of feeding it again. */
+  const double again = seconds();
+  agent_call(s, text, strlen(text), threshold, call, sizeof call, &length, &confidence);
+  printf("again, on the same session: %.1f ms\n", 1e3 * (seconds() - again));
 #ifdef agent_HAS_EXTRACT
   static char record[16384];
   size_t record_length = 0;

@@ -246,13 +246,14 @@ struct StepContext {
 
 /// The session's header, at the start of its arena (the planner reserves 64 bytes for it).
 struct SessionHeader {
-  int64_t position;       // tokens held
-  uint64_t tag;           // session_tag() while open: tells a session from a never-opened arena
-  int64_t high_water;     // the most tokens held since NAME_open or NAME_reset (session_truncate)
-  float call_probability; // NAME_call_probability: the call NAME_call last wrote, 0 for none
-  int32_t depth;          // the rung (ModelFacts::depth) the session runs at
-  Parallel parallel;      // NAME_set_parallel's pool; none after NAME_open and NAME_restore
-  uint64_t capacity;      // the arena's bytes, as NAME_open or NAME_restore was given them
+  int64_t position;        // tokens held
+  uint64_t tag;            // session_tag() while open: tells a session from a never-opened arena
+  int32_t high_water;      // the most tokens held since NAME_open or NAME_reset (session_truncate)
+  uint32_t request_prefix; // the prompt prefix a request fed first (runtime/calls: request_prompt), 0: none
+  float call_probability;  // NAME_call_probability: the call NAME_call last wrote, 0 for none
+  int32_t depth;           // the rung (ModelFacts::depth) the session runs at
+  Parallel parallel;       // NAME_set_parallel's pool; none after NAME_open and NAME_restore
+  uint64_t capacity;       // the arena's bytes, as NAME_open or NAME_restore was given them
 };
 static_assert(sizeof(SessionHeader) <= 64, "codegen/Transforms/PlanSession.cpp reserves 64 bytes for the header");
 

@@ -109,6 +109,16 @@ std::vector<std::map<uint32_t, std::vector<uint32_t>>> targetSets(const std::vec
 
 /// Lays out the states' moves: a set of tokens with one target becomes a bitset when, over every
 /// state it appears in, its edges would take more bytes than the bitset; the rest are edges.
+/// A name for the prompt prefix `ids` that a session holding it keeps (FNV-1a of the ids, and of
+/// their count; never 0, which names none).
+uint32_t prefixKey(const std::vector<int32_t> &ids) {
+  uint32_t key = 2166136261u;
+  for (const int32_t id : ids)
+    key = (key ^ uint32_t(id)) * 16777619u;
+  key = (key ^ uint32_t(ids.size())) * 16777619u;
+  return key ? key : 1;
+}
+
 /// The routing's arrays (none for no tools), and their fields of `h`.
 void writeRoutes(const CallRoutes &routes, ImageWriter<needle_rt::CallImage> &out, needle_rt::CallImage &h) {
   std::vector<uint32_t> offsets = {0};
@@ -175,6 +185,7 @@ CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vec
   h.prefix_count = uint32_t(prompt.prefix.size());
   h.suffix_ids = out.array(prompt.suffix);
   h.suffix_count = uint32_t(prompt.suffix.size());
+  h.prefix_key = prefixKey(prompt.prefix);
   // The scratch: the query's ids, the mask, the encoder's, the routing's, each 16-byte aligned.
   const auto aligned = [](uint64_t n) { return (n + 15) / 16 * 16; };
   const uint64_t maskOffset = aligned(uint64_t(prompt.maxQueryIds) * 4);

@@ -37,8 +37,9 @@ struct CallRow {
 struct CallImage {
   uint32_t vocab_size, words, states, start, finished;
   int32_t end_token; // -1: none (a call ends at its closing brace)
-  // The prompt around the query, as ids (docs/tool-calls.md, "The prompt").
-  uint32_t prefix_ids, prefix_count, suffix_ids, suffix_count;
+  // The prompt around the query, as ids (docs/tool-calls.md, "The prompt"); prefix_key names the
+  // prefix (never 0) in a session that holds it (SessionHeader::request_prefix).
+  uint32_t prefix_ids, prefix_count, suffix_ids, suffix_count, prefix_key;
   // What call_decode keeps at the end of the session's arena, `scratch_bytes` in all: the query's
   // ids (at most max_query_ids) at 0, the mask at mask_offset, the encoder's scratch at
   // encode_offset (enough for a query of max_query bytes).
@@ -243,26 +244,35 @@ template <typename Model> int32_t *request_ids(const CallTables &, Model &m) {
   return reinterpret_cast<int32_t *>(m.scratch());
 }
 
-/// The session reset (so it keeps no call or record, whatever follows) and `text` encoded to the
-/// request's ids, special tokens taken as text: a user cannot type the prompt's tokens.
+/// `text` encoded to the request's ids, special tokens taken as text: a user cannot type the
+/// prompt's tokens.
 template <typename Model>
 int request_query(const CallTables &t, Model &m, const char *text, size_t length, size_t *count) {
   const CallImage &h = *t.header;
-  m.reset();
   if (length > h.max_query)
     return status_err_full;
   const int status = m.encode(text, length, m.scratch() + h.encode_offset, request_ids(t, m), h.max_query_ids, count);
   return status == status_err_space ? status_err_full : status;
 }
 
-/// A request's first half: the session reset and fed the automaton's prompt with `text` as its
-/// query.
+/// A request's first half: the session fed the automaton's prompt with `text` as its query, and
+/// keeping no call or record from before, whatever follows. The prompt's prefix is the same for
+/// every request: a session that holds it, fed by an earlier request, goes back to its end
+/// (m.resume_prefix, exact when the session keeps enough rollback: docs/tool-calls.md, "A prompt
+/// fed once") rather than being reset and fed it again.
 template <typename Model> int request_prompt(const CallTables &t, Model &m, const char *text, size_t length) {
   const CallImage &h = *t.header;
+  const bool resumed = m.resume_prefix(h.prefix_key, h.prefix_count);
   size_t count = 0;
   int status = request_query(t, m, text, length, &count);
-  if (status != status_ok || (status = call_feed(m, t.prefix_ids, h.prefix_count)) != status_ok ||
-      (status = call_feed(m, request_ids(t, m), count)) != status_ok)
+  if (status != status_ok)
+    return status;
+  if (!resumed) {
+    if ((status = call_feed(m, t.prefix_ids, h.prefix_count)) != status_ok)
+      return status;
+    m.mark_prefix(h.prefix_key);
+  }
+  if ((status = call_feed(m, request_ids(t, m), count)) != status_ok)
     return status;
   return call_feed(m, t.suffix_ids, h.suffix_count);
 }

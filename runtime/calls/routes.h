@@ -42,6 +42,7 @@ inline RouteScratch route_scratch(const CallImage &h, unsigned char *scratch) {
 template <typename Model> int route_scores(const CallTables &t, Model &m, const char *text, size_t length) {
   const CallImage &h = *t.header;
   size_t count = 0;
+  m.reset();
   int status = request_query(t, m, text, length, &count);
   if (status != status_ok || (status = call_feed(m, request_ids(t, m), count)) != status_ok)
     return status;

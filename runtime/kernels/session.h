@@ -125,7 +125,7 @@ inline void feed_tokens(const ModelFacts &m, StepFunction step, void *arena, con
     i += static_cast<size_t>(count);
   }
   if (h->high_water < h->position)
-    h->high_water = h->position;
+    h->high_water = static_cast<int32_t>(h->position);
 }
 
 // Every token is checked before any is fed, so an error leaves the session as it was.
@@ -169,6 +169,7 @@ inline int session_truncate(const ModelFacts &m, void *arena, size_t position) {
   // The logits were the last token's, which is gone: zero until the next feed, as before the first.
   std::memset(bytes + m.logits, 0, static_cast<size_t>(m.vocab_size) * sizeof(float));
   h->position = p;
+  h->request_prefix = 0; // a request that fed one says so again when it knows the prefix is kept
   return status_ok;
 }
 

@@ -55,6 +55,9 @@ p.add_argument("--queries", help="a file of queries (JSON strings, one a line) f
 p.add_argument("--prompt", help="needlec's --prompt (default: needlec's, which holds the tools; without "
                                 "--queries, one that does not)")
 p.add_argument("--route-k", type=int, default=1, help="the top_k of NAME_call_top_k with --queries")
+p.add_argument("--max-rollback", type=int, default=0,
+               help="needlec's --max-rollback: with room for a request after the prompt's prefix, a session "
+                    "goes back to the prefix rather than feeding it again")
 p.add_argument("--seed", type=int, default=1)
 p.add_argument("--max-seq", type=int, default=1024,
                help="the model's max_seq_len: room for the prompt and the call, which a model of random "
@@ -104,7 +107,7 @@ def declared_order(value):
 os.makedirs(args.work, exist_ok=True)
 base = os.path.join(args.work, "c")
 needlec_flags = ((["--schema"] if args.records else ["--route-tools", "--tools"]) + [args.tools_json] +
-                 (["--call-end", args.end] if args.end else []))
+                 (["--call-end", args.end] if args.end else []) + ["--max-rollback", str(args.max_rollback)])
 if not args.queries and not args.prompt:
     # NAME_call is not run: a prompt without the tools, which may be too many for max_seq_len.
     args.prompt = os.path.join(args.work, "prompt.txt")
