@@ -53,8 +53,10 @@ int main(int argc, char **argv) {
   /* The same request again on the session: with rollback for a request (needlec --max-rollback),
    * the session goes back to the end of the prompt's fixed prefix instead of feeding it again. */
   const double again = seconds();
-  agent_call(s, text, strlen(text), threshold, call, sizeof call, &length, &confidence);
+  const int repeated = agent_call(s, text, strlen(text), threshold, call, sizeof call, &length, &confidence);
   printf("again, on the same session: %.1f ms\n", 1e3 * (seconds() - again));
+  if (repeated != status)
+    printf("error: the same request again answered %d, not %d\n", repeated, status);
 #ifdef agent_HAS_EXTRACT
   static char record[16384];
   size_t record_length = 0;
@@ -65,5 +67,5 @@ int main(int argc, char **argv) {
     printf("record: error, status %d\n", extracted);
 #endif
   free(arena);
-  return status == NEEDLE_OK || status == NEEDLE_NO_CALL ? 0 : 1;
+  return (status == NEEDLE_OK || status == NEEDLE_NO_CALL) && repeated == status ? 0 : 1;
 }

@@ -258,8 +258,8 @@ int {0}_decode_flush({0}_decoder *d, char *out, size_t cap, size_t *len);
 }
 
 /// The header's part for a model that routes among its tools (--route-tools).
-std::string routesHeader(const std::string &name, const needle_rt::CallImage &calls) {
-  if (calls.tools == 0)
+std::string routesHeader(const std::string &name, const needle_rt::CallImage &calls, bool routes) {
+  if (!routes)
     return "";
   return fmt::format(R"(
 /* Routing among many tools (docs/c-interface.md). */
@@ -273,7 +273,7 @@ int {0}_call_rank({0}_session *s, const char *text, size_t len, uint32_t *tools,
 }
 
 /// The header's part for a model with tools: the tool-call automaton's functions.
-std::string callsHeader(const std::string &name, const std::vector<uint8_t> &calls) {
+std::string callsHeader(const std::string &name, const std::vector<uint8_t> &calls, bool routes) {
   if (calls.empty())
     return "";
   needle_rt::CallImage header;
@@ -294,7 +294,7 @@ int {0}_call_advance({0}_call_state *state, int32_t token);
 int {0}_call_finished(const {0}_call_state *state);
 )",
                      name) +
-         routesHeader(name, header);
+         routesHeader(name, header, routes);
 }
 
 /// The header's part for a model with a schema (--schema): the record automaton's functions.
@@ -424,8 +424,8 @@ int {2}_sample(const {2}_session *s, const needle_sample_params *params, needle_
 #endif /* {1} */
 )",
       versionString(), guard, name,
-      textHeader(name, program.tokenizer) + requestsHeader(name, program) + callsHeader(name, program.calls) +
-          recordsHeader(name, program.records));
+      textHeader(name, program.tokenizer) + requestsHeader(name, program) +
+          callsHeader(name, program.calls, program.routesTools) + recordsHeader(name, program.records));
 }
 
 /// Each rung's facts, by depth (needle_rt::Ladder), and what NAME_info describes: the deepest.

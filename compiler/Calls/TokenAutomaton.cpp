@@ -107,8 +107,6 @@ std::vector<std::map<uint32_t, std::vector<uint32_t>>> targetSets(const std::vec
   return sets;
 }
 
-/// Lays out the states' moves: a set of tokens with one target becomes a bitset when, over every
-/// state it appears in, its edges would take more bytes than the bitset; the rest are edges.
 /// A name for the prompt prefix `ids` that a session holding it keeps (FNV-1a of the ids, and of
 /// their count; never 0, which names none).
 uint32_t prefixKey(const std::vector<int32_t> &ids) {
@@ -136,6 +134,8 @@ void writeRoutes(const CallRoutes &routes, ImageWriter<needle_rt::CallImage> &ou
   h.embeddings = out.array(routes.embeddings);
 }
 
+/// Lays out the states' moves: a set of tokens with one target becomes a bitset when, over every
+/// state it appears in, its edges would take more bytes than the bitset; the rest are edges.
 CompiledCalls layout(const std::vector<std::vector<Edge>> &moves, const std::vector<uint32_t> &distance,
                      uint32_t finished, uint32_t vocabulary, int32_t endToken, const CallPrompt &prompt,
                      const CallRoutes &routes, const std::string &source) {

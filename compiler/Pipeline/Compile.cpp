@@ -333,6 +333,21 @@ calls::CompiledCalls compileRecords(const CompileOptions &options, const Compile
                           {}, stats);
 }
 
+/// A session names the prompt prefix a request fed by a 32-bit hash of its ids
+/// (SessionHeader::request_prefix): when the calls' and the records' prefixes differ yet their
+/// hashes meet, the records' key moves, so that neither request resumes the other's prefix.
+void separatePrefixKeys(const std::vector<uint8_t> &calls, std::vector<uint8_t> &records) {
+  if (calls.empty() || records.empty())
+    return;
+  const needle_rt::CallTables a = needle_rt::call_tables(calls.data()), b = needle_rt::call_tables(records.data());
+  const uint32_t count = a.header->prefix_count;
+  const bool same = count == b.header->prefix_count && std::equal(a.prefix_ids, a.prefix_ids + count, b.prefix_ids);
+  if (same || a.header->prefix_key != b.header->prefix_key)
+    return;
+  auto *header = reinterpret_cast<needle_rt::CallImage *>(records.data());
+  header->prefix_key = header->prefix_key + 1 ? header->prefix_key + 1 : 1; // never 0, which names none
+}
+
 /// Seconds spent in each phase of compiling the rungs, summed over them.
 struct RungPhases {
   double probe = 0, embed = 0, pipeline = 0, lower = 0;
@@ -353,13 +368,15 @@ void compileRung(const CompileOptions &options, const Model &model, int64_t dept
   const bool whole = depth == model.config.numLayers;
   const Model sliced = whole ? Model() : sliceModel(model, depth, options.input.string());
   const Model &rung = whole ? model : sliced;
-  const reference::Weights weights(rung, depth);
-  reference::checkProbeFinite(weights, options.input.string());
-  add(phases.probe);
-  if (tools) {
-    for (const reference::Vec &embedding : reference::embedEach(weights, tools->routingIds))
-      embeddings.insert(embeddings.end(), embedding.begin(), embedding.end());
-    add(phases.embed);
+  { // the reference's float weights, freed before the pipeline
+    const reference::Weights weights(rung, depth);
+    reference::checkProbeFinite(weights, options.input.string());
+    add(phases.probe);
+    if (tools) {
+      for (const reference::Vec &embedding : reference::embedEach(weights, tools->routingIds))
+        embeddings.insert(embeddings.end(), embedding.begin(), embedding.end());
+      add(phases.embed);
+    }
   }
   mlir::MLIRContext context;
   loadNeedleDialects(context);
@@ -437,6 +454,7 @@ KernelProgram compileProgram(const CompileOptions &options, const std::string &b
     requestScratch = std::max(requestScratch, compiled.scratchBytes);
     done("compile the record automaton");
   }
+  separatePrefixKeys(program.calls, program.records);
   for (RungProgram &rung : program.rungs)
     rung.facts.arenaSize += roundUp(int64_t(requestScratch), rung.facts.arenaAlign);
   stats += pipelineStats(figures);

@@ -262,9 +262,13 @@ int request_query(const CallTables &t, Model &m, const char *text, size_t length
 /// fed once") rather than being reset and fed it again.
 template <typename Model> int request_prompt(const CallTables &t, Model &m, const char *text, size_t length) {
   const CallImage &h = *t.header;
-  const bool resumed = m.resume_prefix(h.prefix_key, h.prefix_count);
   size_t count = 0;
   int status = request_query(t, m, text, length, &count);
+  // Going back to the prefix's end leaves no logits until a token is fed after it: only then.
+  const bool resumed =
+      status == status_ok && count + h.suffix_count > 0 && m.resume_prefix(h.prefix_key, h.prefix_count);
+  if (!resumed)
+    m.reset();
   if (status != status_ok)
     return status;
   if (!resumed) {

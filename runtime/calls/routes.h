@@ -123,7 +123,7 @@ private:
   /// Whether tool's head, from byte `at` on, and bytes[0..n) agree as far as both go.
   bool fits(uint32_t tool, size_t at, const char *bytes, size_t n) const {
     const size_t length = head_length(tool), common = at >= length ? 0 : (n < length - at ? n : length - at);
-    return std::memcmp(t_.head_bytes + t_.head_offsets[tool] + at, bytes, common) == 0;
+    return common == 0 || std::memcmp(t_.head_bytes + t_.head_offsets[tool] + at, bytes, common) == 0;
   }
   bool any_fits(size_t at, const char *bytes, size_t n) const {
     for (uint32_t i = 0; i < t_.header->tools; ++i)

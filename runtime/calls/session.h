@@ -40,23 +40,22 @@ struct CallSession {
   size_t max_seq() const { return size_t(facts.max_seq_len); }
   void keep_probability(float p) { header()->call_probability = p; }
   /// Whether the session holds the prompt prefix `key` (`count` tokens) as a request fed it, and
-  /// could go back to its end (NAME_truncate); it then has, and keeps no call. Otherwise it is reset.
+  /// could go back to its end (NAME_truncate); it then has, and keeps no call. Otherwise nothing
+  /// changed.
   bool resume_prefix(uint32_t key, size_t count) {
     SessionHeader *h = header();
-    if (h->request_prefix == key && position() >= count && session_truncate(facts, session, count) == status_ok) {
-      h->request_prefix = key;
-      h->call_probability = 0;
-      return true;
-    }
-    reset();
-    return false;
+    if (h->request_prefix != key || position() < count || session_truncate(facts, session, count) != status_ok)
+      return false;
+    h->request_prefix = key;
+    h->call_probability = 0;
+    return true;
   }
   /// The session holds the prompt prefix `key`, fed from its start by request_prompt.
   void mark_prefix(uint32_t key) { header()->request_prefix = key; }
   SessionHeader *header() const { return static_cast<SessionHeader *>(session); }
   /// The query, its special tokens' texts taken as text: a user cannot type the prompt's tokens.
   int encode(const char *text, size_t length, void *scratch, int32_t *ids, size_t cap, size_t *count) const {
-    return tok_encode(tokenizer, text, length, 0, scratch, calls.scratch_bytes - calls.encode_offset, ids, cap, count);
+    return tok_encode(tokenizer, text, length, 0, scratch, calls.route_offset - calls.encode_offset, ids, cap, count);
   }
   int token_bytes(int32_t id, const char **bytes, size_t *length) const {
     return tok_token_bytes(tokenizer, id, bytes, length);

@@ -16,7 +16,7 @@ namespace needle_rt {
 // corrupted one, another model's session or a saved image of one is refused
 // (docs/c-interface.md, "Sessions that are not sessions" and "Saving and restoring a session").
 inline uint64_t session_tag(const ModelFacts &m) {
-  const uint64_t version = 6;                   // 6: the header holds the depth and the capacity
+  const uint64_t version = 7;                   // 7: the header names the prompt prefix a request fed
   uint64_t tag = 0x4E444C5345535300u | version; // "NDLSESS" and the version
   const uint64_t facts[] = {
       static_cast<uint64_t>(m.arena_size),   static_cast<uint64_t>(m.outputs_end), static_cast<uint64_t>(m.max_seq_len),

@@ -54,7 +54,8 @@ int main(int argc, char **argv) {
       call_top_k(reused, text, len, k, &got);
       FN(_session) *clean = open_session();
       call_top_k(clean, text, len, k, &fresh);
-      if (got.status != fresh.status || got.length != fresh.length || memcmp(got.out, fresh.out, got.length))
+      if (got.status != fresh.status || got.length != fresh.length || memcmp(got.out, fresh.out, got.length) ||
+          memcmp(&got.confidence, &fresh.confidence, sizeof(float)))
         fail("a call after a ranking differs from the call on a fresh session", got.status);
       free(clean);
       printf(" ; %d ", got.status);

@@ -28,6 +28,7 @@ struct RoutedModel {
   std::vector<float> query;
   std::vector<float> fixed;
   bool resumes = false;
+  bool stale = false; // gone back to a prefix, nothing fed since: a session's logits are zero then
   std::vector<int32_t> ids;
   uint32_t prefix = 0; // the prefix the session holds, as SessionHeader::request_prefix
 
@@ -38,12 +39,11 @@ struct RoutedModel {
     prefix = 0;
   }
   bool resume_prefix(uint32_t key, size_t count) {
-    if (resumes && prefix == key && ids.size() >= count) {
-      ids.resize(count);
-      return true;
-    }
-    reset();
-    return false;
+    if (!resumes || prefix != key || ids.size() < count)
+      return false;
+    ids.resize(count);
+    stale = true;
+    return true;
   }
   void mark_prefix(uint32_t key) { prefix = key; }
   int encode(const char *text, size_t length, void *, int32_t *ids, size_t cap, size_t *count) const {
@@ -56,6 +56,7 @@ struct RoutedModel {
   }
   int feed(const int32_t *fed, size_t n) {
     ids.insert(ids.end(), fed, fed + n);
+    stale = stale && n == 0;
     return needle_rt::status_ok;
   }
   float confidence() const { return 1.0f; }
@@ -67,7 +68,10 @@ struct RoutedModel {
   unsigned char *scratch() { return arena.data(); }
   size_t max_seq() const { return 1000; }
   size_t position() const { return ids.size(); }
-  const float *logits() const { return fixed.data(); }
+  const float *logits() const {
+    EXPECT_FALSE(stale) << "logits read after going back to the prefix, before any feed";
+    return fixed.data();
+  }
   int token_bytes(int32_t id, const char **bytes, size_t *length) const {
     *bytes = tokens[size_t(id)]->data();
     *length = tokens[size_t(id)]->size();
@@ -81,7 +85,7 @@ struct Routed {
   CompiledCalls compiled;
 };
 
-Routed compileRouted() {
+Routed compileRouted(std::vector<int32_t> suffix = {'\n'}) {
   Routed r;
   for (int b = 0; b < 128; ++b)
     r.tokens.push_back(std::string(1, char(b)));
@@ -98,7 +102,7 @@ Routed compileRouted() {
   routes.embeddings = {1, 0, 0, 0, 1, 0, 0, 0, 1}; // tool i: the unit vector e_i
   CallPrompt prompt;
   prompt.prefix = {'T', ':'};
-  prompt.suffix = {'\n'};
+  prompt.suffix = std::move(suffix);
   prompt.maxQuery = prompt.maxQueryIds = 64;
   const ByteAutomaton dfa = buildByteAutomaton(callLanguage(tools, "tools.json"), "tools.json");
   r.compiled = buildCallAutomaton(dfa, r.tokens, int32_t(r.tokens.size() - 1), prompt, routes, "tools.json");
@@ -190,6 +194,18 @@ TEST(RequestsTest, APromptsPrefixIsFedOnceWhileTheSessionKeepsIt) {
   EXPECT_EQ(m.prefix, held);
   EXPECT_EQ(callTopK(r, m, 1, "ab"), callOf("search")); // ranked: the query alone first
   EXPECT_EQ(std::vector<int32_t>(m.ids.begin(), m.ids.begin() + 2), prefix);
+}
+
+TEST(RequestsTest, AnEmptyQueryAfterTheLastPrefixTokenIsFedAnew) {
+  // With no suffix, an empty query feeds nothing after the prefix: going back to its end would
+  // leave the logits of no token (a session zeroes them), so the prefix is fed again.
+  const Routed r = compileRouted({});
+  RoutedModel fresh = modelFor(r, queryRanking(0));
+  const std::string expected = callTopK(r, fresh, 0, "");
+  RoutedModel m = modelFor(r, queryRanking(0), true);
+  callTopK(r, m, 0, "xyz");
+  EXPECT_EQ(callTopK(r, m, 0, ""), expected);
+  EXPECT_EQ(m.ids, fresh.ids);
 }
 
 } // namespace
